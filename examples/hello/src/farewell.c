@@ -1,0 +1,1 @@
+const char *farewell(void) { return "goodbye"; }

@@ -1,0 +1,71 @@
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "util/diagnostic.h"
+
+namespace kiln {
+
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+/// A secret reaches the build by the name of an environment variable or a file path, never by
+/// value: a value on a command line ends up in `ps`, shell history and logs.
+struct SecretRef {
+  std::string id;
+  std::string env;            // set when passed from an environment variable
+  std::filesystem::path file; // set when passed from a file (absolute)
+  SourcePos pos;
+};
+
+/// A family of failures worth another attempt, recognised by patterns (ECMAScript regular
+/// expressions, matched anywhere in a line) over the failing output.
+struct TransientClass {
+  std::string name;
+  std::vector<std::string> patterns;
+  /// Retry even when two attempts fail with the same tail: measured to go green later.
+  bool retry_despite_identical = false;
+};
+
+struct RetryPolicy {
+  int attempts = 3;
+  double cooldown_s = 5;      // before the second attempt; doubles after each further failure
+  double cooldown_max_s = 60; // the doubling stops here
+};
+
+struct Stage {
+  std::string name;
+  SourcePos pos;                    // of the [[stage]] table
+  std::filesystem::path dockerfile; // absolute
+  std::filesystem::path context;    // absolute
+  std::string target;               // empty: the Dockerfile's last stage
+  std::string tag;                  // image name the stage is tagged with
+  std::vector<std::string> needs;
+  std::vector<SourcePos> needs_pos; // one per entry of needs
+  KeyValues build_args;             // from the chain file, in file order
+  std::vector<SourcePos> build_args_pos;
+  std::vector<SecretRef> secrets;
+  int attempts = 3;
+  /// Every name the Dockerfile declares with ARG (before or after FROM), in first-seen order.
+  std::vector<std::string> declared_args;
+};
+
+struct Chain {
+  std::filesystem::path file; // the chain file, absolute
+  std::filesystem::path dir;  // its folder; relative paths in the file resolve against it
+  std::string name;
+  std::string engine = "buildah";
+  std::string buildah_isolation = "chroot";
+  std::filesystem::path versions_file; // absolute; empty when the chain names none
+  std::filesystem::path records;       // absolute
+  KeyValues versions;                  // pins from versions_file, in file order
+  RetryPolicy defaults;
+  std::vector<TransientClass> transient; // chain-file additions to the built-in classes
+  std::vector<Stage> stages;             // in file order
+
+  const Stage* find_stage(const std::string& name) const;
+};
+
+} // namespace kiln

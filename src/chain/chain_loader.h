@@ -1,0 +1,16 @@
+#pragma once
+
+#include <filesystem>
+
+#include <tl/expected.hpp>
+
+#include "chain/chain.h"
+#include "util/diagnostic.h"
+
+namespace kiln {
+
+/// Read, parse and validate a chain file, its versions file and the ARGs its Dockerfiles
+/// declare. Returns every problem found (not only the first) so one edit fixes them all.
+tl::expected<Chain, Diagnostics> load_chain(const std::filesystem::path& file);
+
+} // namespace kiln

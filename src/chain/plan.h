@@ -1,0 +1,30 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+#include "chain/chain.h"
+
+namespace kiln {
+
+struct Selection {
+  std::vector<std::string> only; // --only a,b: exactly these stages
+  std::string from;              // --from x: x and every stage after it in run order
+};
+
+/// The run order of the whole chain: dependencies first, file order where they allow.
+/// The chain must be validated (no cycles, no unknown needs).
+std::vector<const Stage*> run_order(const Chain& chain);
+
+/// The stages a run builds, in run order. Unknown names are an error with a did-you-mean.
+tl::expected<std::vector<const Stage*>, std::string> select_stages(const Chain& chain,
+                                                                   const Selection& selection);
+
+/// The build args one stage receives, in a stable order: versions pins, then the stage's own
+/// build_args, then command-line overrides, later ones winning; only names the stage's
+/// Dockerfile declares with ARG, so a pin a stage does not use never changes its cache key.
+KeyValues stage_build_args(const Chain& chain, const Stage& stage, const KeyValues& overrides);
+
+} // namespace kiln

@@ -1,0 +1,59 @@
+#include "cli/run_command.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "chain/chain_loader.h"
+#include "driver/console.h"
+#include "driver/run_loop.h"
+#include "engine/engine.h"
+#include "util/interrupt.h"
+
+namespace kiln {
+
+CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
+  CLI::App* run = app.add_subcommand("run", "Build the stages of a chain");
+  run->add_option("chain", args.chain_file, "The chain file (TOML)")->required();
+  run->add_option("--only", args.only, "Build only these stages (comma-separated)")->delimiter(',');
+  run->add_option("--from", args.from, "Build this stage and every stage after it");
+  run->add_option("--build-arg", args.build_args,
+                  "K=V overriding versions pins and chain build args (repeatable)");
+  run->add_flag("--dry-run", args.dry_run, "Print each stage's engine command; run nothing");
+  return run;
+}
+
+int run_command(const RunArgs& args) {
+  auto chain = load_chain(args.chain_file);
+  if (!chain) {
+    for (const auto& diagnostic : chain.error()) {
+      std::fputs(format_diagnostic(diagnostic).c_str(), stderr);
+    }
+    fmt::print(stderr, "kiln: {} error(s) in {}; nothing was built\n", chain.error().size(),
+               args.chain_file);
+    return k_exit_usage;
+  }
+  RunOptions options;
+  options.selection.only = args.only;
+  options.selection.from = args.from;
+  options.dry_run = args.dry_run;
+  for (const auto& pair : args.build_args) {
+    size_t equals = pair.find('=');
+    if (equals == std::string::npos) {
+      fmt::print(stderr, "kiln: error: --build-arg {}: expected KEY=VALUE\n", pair);
+      return k_exit_usage;
+    }
+    options.build_arg_overrides.emplace_back(pair.substr(0, equals), pair.substr(equals + 1));
+  }
+  install_interrupt_handlers();
+  auto engine = make_engine(*chain);
+  const char* term = std::getenv("TERM");
+  bool live = ::isatty(STDOUT_FILENO) && !(term != nullptr && std::strcmp(term, "dumb") == 0);
+  Console console(stdout, live);
+  return run_chain(*chain, *engine, options, console, stderr);
+}
+
+} // namespace kiln

@@ -1,0 +1,24 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace kiln {
+
+struct RunArgs {
+  std::string chain_file;
+  std::vector<std::string> only;
+  std::string from;
+  std::vector<std::string> build_args;
+  bool dry_run = false;
+};
+
+/// `kiln run CHAIN`: register the subcommand and its options, filling `args`.
+CLI::App* add_run_command(CLI::App& app, RunArgs& args);
+
+/// Load the chain, then run or dry-run it; returns the process exit code.
+int run_command(const RunArgs& args);
+
+} // namespace kiln

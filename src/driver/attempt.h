@@ -1,0 +1,54 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chain/chain.h"
+
+namespace kiln {
+
+/// The built-in transient classes: builder and registry flakes that go away on their own.
+const std::vector<TransientClass>& builtin_transient_classes();
+
+/// What to do after an attempt failed.
+enum class Verdict {
+  retry,             // transient, budget left, tail differs from the previous attempt (or the
+                     // class is retried despite an identical tail)
+  permanent,         // no transient pattern matched: a script or compile failure
+  refused_identical, // transient pattern, but the same failing tail as the previous attempt
+  exhausted,         // transient, but the attempt budget is used up
+};
+
+const char* verdict_name(Verdict verdict);
+
+struct FailureVerdict {
+  Verdict verdict = Verdict::permanent;
+  std::string class_name;    // the transient class that matched, empty when none did
+  std::string matched_line;  // the line that matched, verbatim
+  std::string reason;        // one sentence for the driver log and the console
+};
+
+/// The last lines of an attempt's output, in order; what classification looks at.
+using Tail = std::vector<std::string>;
+
+/// How many trailing lines of output classification and the identical-failure check read.
+constexpr size_t k_failure_tail_lines = 60;
+
+/// Remove what differs between two runs of the same failure and says nothing about it:
+/// per-line elapsed-time prefixes (`#12 3.456 `), timestamps, durations, hex ids and uuids.
+std::string normalise_line(const std::string& line);
+
+/// Classify the failure of attempt `attempt` (1-based) of a budget of `budget`, given this
+/// attempt's failing tail and the previous attempt's (nullopt on the first attempt).
+/// `classes` are tried in order; within the tail, the last matching line wins (it is the one
+/// closest to the failure).
+FailureVerdict classify_failure(const Tail& tail, const std::optional<Tail>& previous_tail,
+                                int attempt, int budget,
+                                const std::vector<TransientClass>& classes);
+
+/// Seconds to wait before attempt `next_attempt` (2-based): cooldown doubling per failure,
+/// capped at the policy's maximum.
+double cooldown_before(int next_attempt, const RetryPolicy& policy);
+
+} // namespace kiln

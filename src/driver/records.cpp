@@ -1,0 +1,153 @@
+#include "driver/records.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+#include "util/time.h"
+
+namespace kiln {
+
+namespace {
+
+constexpr size_t k_eta_runs = 20;
+
+using Json = nlohmann::ordered_json; // keys in the documented order, not sorted
+
+/// Seconds to the millisecond: finer is noise, and shorter numbers read better.
+double rounded(double seconds) {
+  return std::round(seconds * 1000) / 1000;
+}
+
+Json attempt_json(const AttemptRecord& a) {
+  return {{"number", a.number},
+          {"started", a.started},
+          {"seconds", rounded(a.seconds)},
+          {"exit_code", a.exit_code},
+          {"verdict", a.verdict},
+          {"transient_class", a.transient_class},
+          {"matched_line", a.matched_line},
+          {"reason", a.reason},
+          {"log", a.log},
+          {"steps_run", a.steps_run},
+          {"steps_cached", a.steps_cached}};
+}
+
+Json stage_json(const StageRecord& s) {
+  Json attempts = Json::array();
+  for (const auto& a : s.attempts) {
+    attempts.push_back(attempt_json(a));
+  }
+  return {{"name", s.name},
+          {"tag", s.tag},
+          {"status", s.status},
+          {"command", s.command},
+          {"started", s.started},
+          {"ended", s.ended},
+          {"seconds", rounded(s.seconds)},
+          {"image_id", s.image_id},
+          {"attempts", attempts}};
+}
+
+} // namespace
+
+StageRecord* RunRecord::find_stage(const std::string& name) {
+  for (auto& stage : stages) {
+    if (stage.name == name) {
+      return &stage;
+    }
+  }
+  return nullptr;
+}
+
+std::string manifest_json(const RunRecord& run) {
+  Json stages = Json::array();
+  for (const auto& s : run.stages) {
+    stages.push_back(stage_json(s));
+  }
+  Json doc = {{"schema", k_manifest_schema},
+              {"run_id", run.run_id},
+              {"chain", {{"name", run.chain_name}, {"file", run.chain_file}}},
+              {"engine", {{"name", run.engine}, {"version", run.engine_version}}},
+              {"host", run.host},
+              {"started", run.started},
+              {"ended", run.ended},
+              {"status", run.status},
+              {"stages", stages}};
+  return doc.dump(2) + "\n";
+}
+
+tl::expected<RunFolder, std::string> RunFolder::create(const std::filesystem::path& records,
+                                                       const std::string& run_id) {
+  RunFolder folder;
+  folder.m_path = records / "runs" / run_id;
+  std::error_code ec;
+  std::filesystem::create_directories(folder.m_path / "stages", ec);
+  if (ec) {
+    return tl::unexpected("cannot create " + (folder.m_path / "stages").string() + ": " +
+                          ec.message());
+  }
+  if (auto opened = folder.m_driver_log.open(folder.m_path / "driver.log"); !opened) {
+    return tl::unexpected(opened.error());
+  }
+  // Swap the link in with a rename so `latest` never dangles or vanishes.
+  std::filesystem::path link = records / "latest";
+  std::filesystem::path tmp = records / ("latest.tmp-" + run_id);
+  std::filesystem::remove(tmp, ec);
+  std::filesystem::create_directory_symlink(std::filesystem::path("runs") / run_id, tmp, ec);
+  if (!ec) {
+    std::filesystem::rename(tmp, link, ec);
+  }
+  if (ec) {
+    return tl::unexpected("cannot point " + link.string() + " at the run: " + ec.message());
+  }
+  return folder;
+}
+
+void RunFolder::log(std::string_view message) {
+  std::string line = utc_iso8601(std::chrono::system_clock::now());
+  line += ' ';
+  line += message;
+  line += '\n';
+  m_driver_log.write(line);
+}
+
+tl::expected<void, std::string> RunFolder::write_manifest(const RunRecord& run) const {
+  return write_file_atomic(m_path / "manifest.json", manifest_json(run));
+}
+
+std::string RunFolder::attempt_log(const std::string& stage, int attempt) {
+  return "stages/" + stage + ".attempt-" + std::to_string(attempt) + ".log";
+}
+
+std::map<std::string, double> last_ok_seconds(const std::filesystem::path& records) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> runs;
+  for (const auto& entry : std::filesystem::directory_iterator(records / "runs", ec)) {
+    runs.push_back(entry.path());
+  }
+  // Run ids start with the UTC start time, so name order is time order.
+  std::sort(runs.rbegin(), runs.rend());
+  std::map<std::string, double> seconds;
+  for (size_t i = 0; i < runs.size() && i < k_eta_runs; ++i) {
+    auto text = read_file(runs[i] / "manifest.json");
+    if (!text) {
+      continue;
+    }
+    auto doc = nlohmann::json::parse(*text, nullptr, false);
+    if (doc.is_discarded() || !doc.contains("stages") || !doc["stages"].is_array()) {
+      continue;
+    }
+    for (const auto& s : doc["stages"]) {
+      if (s.is_object() && s.value("status", "") == "ok") {
+        seconds.emplace(s.value("name", ""), s.value("seconds", 0.0));
+      }
+    }
+  }
+  return seconds;
+}
+
+} // namespace kiln

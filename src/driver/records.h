@@ -1,0 +1,88 @@
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+#include "util/fs.h"
+
+namespace kiln {
+
+/// The manifest schema version; bump it on any change a reader could notice (docs/records.md).
+constexpr int k_manifest_schema = 1;
+
+struct AttemptRecord {
+  int number = 0;
+  std::string started; // UTC ISO-8601
+  double seconds = 0;
+  int exit_code = 0;   // the engine's status (128 + signal when killed), -1 when it never ran
+  std::string verdict; // ok | retry | permanent | refused-identical | exhausted | interrupted
+  std::string transient_class;
+  std::string matched_line;
+  std::string reason;
+  std::string log; // relative to the run folder
+  int steps_run = 0;
+  int steps_cached = 0;
+};
+
+struct StageRecord {
+  std::string name;
+  std::string tag;
+  std::string status = "pending"; // pending | running | ok | failed | interrupted | skipped
+  std::string command;            // the engine argv, shell-quoted
+  std::string started;
+  std::string ended;
+  double seconds = 0;
+  std::string image_id;
+  std::vector<AttemptRecord> attempts;
+};
+
+struct RunRecord {
+  std::string run_id;
+  std::string chain_name;
+  std::string chain_file;
+  std::string engine;
+  std::string engine_version;
+  std::string host;
+  std::string started;
+  std::string ended;
+  std::string status = "running"; // running | ok | failed:<stage> | interrupted
+  std::vector<StageRecord> stages;
+
+  StageRecord* find_stage(const std::string& name);
+};
+
+std::string manifest_json(const RunRecord& run);
+
+/// The folder of one run: driver.log, stages/<stage>.attempt-N.log, manifest.json; and the
+/// `latest` link beside `runs/`.
+class RunFolder {
+public:
+  /// Create `<records>/runs/<run_id>/stages` and point `<records>/latest` at it.
+  static tl::expected<RunFolder, std::string> create(const std::filesystem::path& records,
+                                                     const std::string& run_id);
+
+  const std::filesystem::path& path() const { return m_path; }
+
+  /// Append `<utc time> <message>` to driver.log, on disk before this returns.
+  void log(std::string_view message);
+
+  /// Rewrite manifest.json atomically: a kiln killed at any moment leaves a valid record.
+  tl::expected<void, std::string> write_manifest(const RunRecord& run) const;
+
+  /// `stages/<stage>.attempt-<n>.log`, relative to path().
+  static std::string attempt_log(const std::string& stage, int attempt);
+
+private:
+  std::filesystem::path m_path;
+  AppendFile m_driver_log;
+};
+
+/// For each stage, the seconds its newest successful build took in an earlier run: the ETA.
+/// Reads only the most recent manifests, so a long history costs nothing.
+std::map<std::string, double> last_ok_seconds(const std::filesystem::path& records);
+
+} // namespace kiln

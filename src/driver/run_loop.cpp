@@ -1,0 +1,420 @@
+#include "driver/run_loop.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <deque>
+#include <map>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "driver/attempt.h"
+#include "driver/records.h"
+#include "util/diagnostic.h"
+#include "util/interrupt.h"
+#include "util/strings.h"
+#include "util/time.h"
+
+namespace kiln {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// How many lines of a failed attempt the console shows; the log keeps all of them.
+constexpr size_t k_console_tail_lines = 20;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string quoted_command(const std::vector<std::string>& argv) {
+  std::vector<std::string> words;
+  for (const auto& word : argv) {
+    words.push_back(shell_quote(word));
+  }
+  return join(words, " ");
+}
+
+std::string host_name() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+BuildRequest request_for(const Chain& chain, const Stage& stage, const KeyValues& overrides) {
+  BuildRequest request;
+  request.dockerfile = stage.dockerfile;
+  request.context = stage.context;
+  request.target = stage.target;
+  request.tag = stage.tag;
+  request.build_args = stage_build_args(chain, stage, overrides);
+  for (const auto& need : stage.needs) {
+    request.contexts.push_back({need, chain.find_stage(need)->tag});
+  }
+  request.secrets = stage.secrets;
+  return request;
+}
+
+/// Everything wrong with the request that would otherwise surface mid-run.
+std::vector<std::string> check_request(const std::vector<const Stage*>& stages,
+                                       const RunOptions& options) {
+  std::vector<std::string> problems;
+  for (const auto& [key, value] : options.build_arg_overrides) {
+    if (!is_identifier(key)) {
+      problems.push_back(
+          fmt::format("--build-arg {}={}: '{}' is not a valid ARG name; use letters, digits and _",
+                      key, value, key));
+      continue;
+    }
+    bool declared = false;
+    for (const Stage* stage : stages) {
+      for (const auto& name : stage->declared_args) {
+        declared = declared || name == key;
+      }
+    }
+    if (!declared) {
+      problems.push_back(fmt::format(
+          "--build-arg {}: no selected stage's Dockerfile declares ARG {}, so it would reach no "
+          "build; check the name or the selection",
+          key, key));
+    }
+  }
+  for (const Stage* stage : stages) {
+    for (const auto& secret : stage->secrets) {
+      if (!secret.env.empty() && std::getenv(secret.env.c_str()) == nullptr) {
+        problems.push_back(format_diagnostic(
+            {secret.pos,
+             fmt::format("stage '{}' secret '{}' comes from ${}, which is not set", stage->name,
+                         secret.id, secret.env),
+             fmt::format("export {} before running kiln", secret.env)}));
+      }
+    }
+  }
+  return problems;
+}
+
+/// Needs that this run does not build must already be in the engine's store.
+std::vector<std::string> check_outside_needs(const Chain& chain,
+                                             const std::vector<const Stage*>& stages,
+                                             const Engine& engine) {
+  std::vector<std::string> problems;
+  std::map<std::string, bool> checked;
+  for (const Stage* stage : stages) {
+    for (const auto& need : stage->needs) {
+      bool built_here = false;
+      for (const Stage* s : stages) {
+        built_here = built_here || s->name == need;
+      }
+      if (built_here || checked.count(need) > 0) {
+        continue;
+      }
+      const std::string& tag = chain.find_stage(need)->tag;
+      checked[need] = engine.image_exists(tag);
+      if (!checked[need]) {
+        problems.push_back(fmt::format(
+            "stage '{}' needs '{}', which this run does not build, and {} has no image {}; "
+            "build it first (kiln run --only {}) or widen the selection",
+            stage->name, need, engine.name(), tag, need));
+      }
+    }
+  }
+  return problems;
+}
+
+struct AttemptOutcome {
+  ProcessExit exit;
+  BuildProgress progress;
+  Tail tail;
+};
+
+AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
+                           const std::filesystem::path& log_path, Console& console) {
+  AttemptOutcome outcome;
+  AppendFile log;
+  if (auto opened = log.open(log_path); !opened) {
+    outcome.exit.spawn_error = opened.error();
+    return outcome;
+  }
+  std::deque<std::string> tail;
+  LineSplitter lines([&](std::string_view line) {
+    tail.emplace_back(line);
+    if (tail.size() > k_failure_tail_lines) {
+      tail.pop_front();
+    }
+    if (engine.update_progress(line, outcome.progress)) {
+      console.stage_progress(outcome.progress);
+    }
+  });
+  outcome.exit = engine.build(
+      request,
+      [&](std::string_view chunk) {
+        log.write(chunk); // the whole output, byte for byte, before anything interprets it
+        lines.feed(chunk);
+      },
+      interrupt_fd());
+  lines.finish();
+  if (!outcome.exit.spawn_error.empty()) {
+    log.write("kiln: " + outcome.exit.spawn_error + "\n");
+    tail.push_back(outcome.exit.spawn_error);
+  }
+  outcome.tail.assign(tail.begin(), tail.end());
+  return outcome;
+}
+
+class Run {
+public:
+  Run(const Chain& chain, const Engine& engine, const RunOptions& options, Console& console,
+      RunFolder folder, RunRecord record)
+      : m_chain(chain), m_engine(engine), m_options(options), m_console(console),
+        m_folder(std::move(folder)), m_record(std::move(record)) {}
+
+  int execute(const std::vector<const Stage*>& stages);
+
+private:
+  enum class StageEnd { ok, failed, interrupted };
+  StageEnd build_stage(const Stage& stage, int index, int count);
+  void save();
+
+  const Chain& m_chain;
+  const Engine& m_engine;
+  const RunOptions& m_options;
+  Console& m_console;
+  RunFolder m_folder;
+  RunRecord m_record;
+  std::map<std::string, double> m_eta;
+};
+
+void Run::save() {
+  if (auto written = m_folder.write_manifest(m_record); !written) {
+    m_console.note("warning: " + written.error());
+    m_folder.log("warning: " + written.error());
+  }
+}
+
+Run::StageEnd Run::build_stage(const Stage& stage, int index, int count) {
+  StageRecord& record = *m_record.find_stage(stage.name);
+  if (interrupt_signal() != 0) {
+    m_folder.log(fmt::format("stage {}: not started, the run was interrupted", stage.name));
+    return StageEnd::interrupted;
+  }
+  BuildRequest request = request_for(m_chain, stage, m_options.build_arg_overrides);
+  record.status = "running";
+  record.started = utc_iso8601(std::chrono::system_clock::now());
+  Clock::time_point stage_start = Clock::now();
+  std::optional<Tail> previous_tail;
+  std::vector<TransientClass> classes = m_chain.transient;
+  classes.insert(classes.end(), builtin_transient_classes().begin(),
+                 builtin_transient_classes().end());
+
+  for (int n = 1; n <= stage.attempts; ++n) {
+    AttemptRecord attempt;
+    attempt.number = n;
+    attempt.started = utc_iso8601(std::chrono::system_clock::now());
+    attempt.log = RunFolder::attempt_log(stage.name, n);
+    record.attempts.push_back(attempt);
+    save();
+    m_folder.log(fmt::format("stage {}: attempt {}/{} start: {}", stage.name, n, stage.attempts,
+                             record.command));
+    StageView view{index, count, stage.name, n, stage.attempts, std::nullopt};
+    if (auto eta = m_eta.find(stage.name); eta != m_eta.end()) {
+      view.eta_seconds = eta->second;
+    }
+    m_console.stage_started(view);
+
+    Clock::time_point attempt_start = Clock::now();
+    AttemptOutcome outcome =
+        run_attempt(m_engine, request, m_folder.path() / attempt.log, m_console);
+    AttemptRecord& a = record.attempts.back();
+    a.seconds = seconds_since(attempt_start);
+    a.exit_code = outcome.exit.spawn_error.empty() ? outcome.exit.status_code() : -1;
+    a.steps_run = outcome.progress.steps_run;
+    a.steps_cached = outcome.progress.steps_cached;
+    record.seconds = seconds_since(stage_start);
+
+    if (outcome.exit.interrupted || interrupt_signal() != 0) {
+      a.verdict = "interrupted";
+      a.reason = fmt::format("interrupted by {}; the engine's process group was stopped",
+                             sigabbrev_np(interrupt_signal()) ? sigabbrev_np(interrupt_signal())
+                                                              : "a signal");
+      m_folder.log(
+          fmt::format("stage {}: attempt {}/{} {}", stage.name, n, stage.attempts, a.reason));
+      m_console.stage_finished(fmt::format("interrupted after {}", human_duration(a.seconds)));
+      return StageEnd::interrupted;
+    }
+    if (outcome.exit.ok()) {
+      a.verdict = "ok";
+      record.image_id = outcome.progress.image_id;
+      m_folder.log(fmt::format(
+          "stage {}: attempt {}/{} ok in {:.1f}s, {}/{} steps cached, image {}", stage.name, n,
+          stage.attempts, a.seconds, a.steps_cached, a.steps_run, record.image_id));
+      m_console.stage_finished(fmt::format(
+          "ok in {}{}", human_duration(a.seconds),
+          a.steps_run > 0 && a.steps_cached == a.steps_run ? " (all steps cached)" : ""));
+      return StageEnd::ok;
+    }
+
+    FailureVerdict verdict =
+        classify_failure(outcome.tail, previous_tail, n, stage.attempts, classes);
+    a.verdict = verdict_name(verdict.verdict);
+    a.transient_class = verdict.class_name;
+    a.matched_line = verdict.matched_line;
+    a.reason = verdict.reason;
+    std::string failed =
+        fmt::format("stage {}: attempt {}/{} failed (exit {}) after {:.1f}s: {}", stage.name, n,
+                    stage.attempts, a.exit_code, a.seconds, a.verdict);
+    if (!verdict.class_name.empty()) {
+      failed +=
+          fmt::format(", class {}, matched line: \"{}\"", verdict.class_name, verdict.matched_line);
+    }
+    failed += "; " + verdict.reason;
+    std::string log_path = (m_folder.path() / a.log).string();
+    if (verdict.verdict != Verdict::retry) {
+      m_folder.log(failed);
+      m_console.stage_finished(
+          fmt::format("failed after {}: {}", human_duration(a.seconds), verdict.reason));
+      size_t shown = std::min(outcome.tail.size(), k_console_tail_lines);
+      m_console.failure_tail(
+          Tail(outcome.tail.end() - static_cast<long>(shown), outcome.tail.end()), log_path);
+      return StageEnd::failed;
+    }
+    double cooldown = cooldown_before(n + 1, m_chain.defaults);
+    m_folder.log(failed + fmt::format("; retrying in {:.0f}s", cooldown));
+    m_console.stage_finished(fmt::format("attempt {}/{} failed ({}: {}); retrying in {}", n,
+                                         stage.attempts, verdict.class_name, verdict.matched_line,
+                                         human_duration(cooldown)));
+    save();
+    previous_tail = std::move(outcome.tail);
+    if (!sleep_unless_interrupted(std::chrono::milliseconds(static_cast<long>(cooldown * 1000)))) {
+      m_folder.log(fmt::format("stage {}: interrupted during the cooldown", stage.name));
+      return StageEnd::interrupted;
+    }
+  }
+  return StageEnd::failed; // unreachable: the last attempt's verdict is never `retry`
+}
+
+int Run::execute(const std::vector<const Stage*>& stages) {
+  m_eta = last_ok_seconds(m_chain.records);
+  Clock::time_point start = Clock::now();
+  save();
+  m_folder.log(fmt::format("run {}: chain {} ({}), engine {} {}, host {}, stages: {}",
+                           m_record.run_id, m_chain.name, m_chain.file.string(), m_engine.name(),
+                           m_record.engine_version, m_record.host, [&] {
+                             std::vector<std::string> names;
+                             for (const Stage* s : stages) {
+                               names.push_back(s->name);
+                             }
+                             return join(names, ", ");
+                           }()));
+  m_console.note(fmt::format("run {}: {} stage(s) of chain {} on {} {}", m_record.run_id,
+                             stages.size(), m_chain.name, m_engine.name(),
+                             m_record.engine_version));
+  int exit_code = k_exit_ok;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const Stage& stage = *stages[i];
+    StageRecord& record = *m_record.find_stage(stage.name);
+    if (exit_code != k_exit_ok) {
+      record.status = "skipped";
+      m_folder.log(fmt::format("stage {}: skipped, the run stopped before it", stage.name));
+      continue;
+    }
+    StageEnd end = build_stage(stage, static_cast<int>(i) + 1, static_cast<int>(stages.size()));
+    record.ended = utc_iso8601(std::chrono::system_clock::now());
+    switch (end) {
+    case StageEnd::ok:
+      record.status = "ok";
+      break;
+    case StageEnd::failed:
+      record.status = "failed";
+      m_record.status = "failed:" + stage.name;
+      exit_code = k_exit_failed;
+      break;
+    case StageEnd::interrupted:
+      record.status = "interrupted";
+      m_record.status = "interrupted";
+      exit_code = k_exit_interrupted;
+      break;
+    }
+    save();
+  }
+  if (exit_code == k_exit_ok) {
+    m_record.status = "ok";
+  }
+  m_record.ended = utc_iso8601(std::chrono::system_clock::now());
+  save();
+  m_folder.log(
+      fmt::format("run {}: {} in {:.1f}s", m_record.run_id, m_record.status, seconds_since(start)));
+  m_console.summary(m_record, m_folder.path());
+  return exit_code;
+}
+
+} // namespace
+
+int run_chain(const Chain& chain, const Engine& engine, const RunOptions& options, Console& console,
+              std::FILE* errors) {
+  auto selected = select_stages(chain, options.selection);
+  if (!selected) {
+    fmt::print(errors, "kiln: error: {}\n", selected.error());
+    return k_exit_usage;
+  }
+  const std::vector<const Stage*>& stages = *selected;
+  std::vector<std::string> problems = check_request(stages, options);
+
+  if (options.dry_run) {
+    for (const auto& problem : problems) {
+      fmt::print(errors, "kiln: error: {}\n", problem);
+    }
+    if (!problems.empty()) {
+      return k_exit_usage;
+    }
+    for (size_t i = 0; i < stages.size(); ++i) {
+      fmt::print("# [{}/{}] {}\n{}\n", i + 1, stages.size(), stages[i]->name,
+                 quoted_command(engine.build_argv(
+                     request_for(chain, *stages[i], options.build_arg_overrides))));
+    }
+    return k_exit_ok;
+  }
+
+  auto version = engine.version();
+  if (!version) {
+    problems.push_back(version.error());
+  } else {
+    auto outside = check_outside_needs(chain, stages, engine);
+    problems.insert(problems.end(), outside.begin(), outside.end());
+  }
+  for (const auto& problem : problems) {
+    fmt::print(errors, "kiln: error: {}\n", problem);
+  }
+  if (!problems.empty()) {
+    return k_exit_usage;
+  }
+
+  auto now = std::chrono::system_clock::now();
+  RunRecord record;
+  record.run_id = make_run_id(now);
+  record.chain_name = chain.name;
+  record.chain_file = chain.file.string();
+  record.engine = engine.name();
+  record.engine_version = *version;
+  record.host = host_name();
+  record.started = utc_iso8601(now);
+  for (const Stage* stage : stages) {
+    StageRecord s;
+    s.name = stage->name;
+    s.tag = stage->tag;
+    s.command =
+        quoted_command(engine.build_argv(request_for(chain, *stage, options.build_arg_overrides)));
+    record.stages.push_back(s);
+  }
+  auto folder = RunFolder::create(chain.records, record.run_id);
+  if (!folder) {
+    fmt::print(errors, "kiln: error: {}\n", folder.error());
+    return k_exit_usage;
+  }
+  Run run(chain, engine, options, console, std::move(*folder), std::move(record));
+  return run.execute(stages);
+}
+
+} // namespace kiln

@@ -1,0 +1,134 @@
+#include "engine/buildah_engine.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "util/strings.h"
+
+namespace kiln {
+
+namespace {
+
+/// Parse a leading unsigned number, advancing `text` past it.
+bool take_number(std::string_view& text, int& value) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end == text.data()) {
+    return false;
+  }
+  text.remove_prefix(static_cast<size_t>(end - text.data()));
+  return true;
+}
+
+bool take(std::string_view& text, std::string_view prefix) {
+  if (!text.starts_with(prefix)) {
+    return false;
+  }
+  text.remove_prefix(prefix.size());
+  return true;
+}
+
+bool is_from(std::string_view instruction) {
+  return instruction.size() >= 5 &&
+         (instruction.substr(0, 5) == "FROM " || instruction.substr(0, 5) == "from ");
+}
+
+bool is_image_id(std::string_view line) {
+  return line.size() == 64 && std::all_of(line.begin(), line.end(), [](char c) {
+           return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f');
+         });
+}
+
+} // namespace
+
+tl::expected<std::string, std::string> BuildahEngine::version() const {
+  auto output = capture_output({"buildah", "--version"});
+  if (!output) {
+    return tl::unexpected(fmt::format("buildah is not usable ({}); install it with "
+                                      "`apt-get install buildah`",
+                                      output.error()));
+  }
+  // "buildah version 1.28.2 (image-spec 1.1.0-rc2, runtime-spec 1.0.2-dev)"
+  std::string_view text = trim(*output);
+  if (take(text, "buildah version ")) {
+    return std::string(text.substr(0, text.find(' ')));
+  }
+  return std::string(text);
+}
+
+std::vector<std::string> BuildahEngine::build_argv(const BuildRequest& request) const {
+  std::vector<std::string> argv = {"buildah",
+                                   "build",
+                                   "--isolation",
+                                   m_isolation,
+                                   "--layers",
+                                   "--file",
+                                   request.dockerfile.string(),
+                                   "--tag",
+                                   request.tag};
+  if (!request.target.empty()) {
+    argv.insert(argv.end(), {"--target", request.target});
+  }
+  for (const auto& context : request.contexts) {
+    argv.insert(argv.end(), {"--build-context",
+                             fmt::format("{}=container-image://{}", context.name, context.image)});
+  }
+  for (const auto& [key, value] : request.build_args) {
+    argv.insert(argv.end(), {"--build-arg", key + "=" + value});
+  }
+  for (const auto& secret : request.secrets) {
+    argv.insert(argv.end(),
+                {"--secret", secret.env.empty()
+                                 ? fmt::format("id={},src={}", secret.id, secret.file.string())
+                                 : fmt::format("id={},env={}", secret.id, secret.env)});
+  }
+  argv.push_back(request.context.string());
+  return argv;
+}
+
+bool BuildahEngine::image_exists(const std::string& image) const {
+  return run_process({{"buildah", "inspect", "--type", "image", image}, {}, {}},
+                     [](std::string_view) {})
+      .ok();
+}
+
+bool BuildahEngine::update_progress(std::string_view line, BuildProgress& progress) const {
+  // Recorded forms (tests/fixtures/buildah-1.28.2): "STEP 2/5: COPY ...", in multi-stage
+  // builds "[1/2] STEP 2/2: RUN ...", "--> Using cache <id>" after a step the cache served, and
+  // the full id of the built image alone on the last line.
+  if (is_image_id(line)) {
+    progress.image_id = std::string(line);
+    return true;
+  }
+  if (take(line, "--> Using cache ")) {
+    ++progress.steps_cached;
+    return true;
+  }
+  int build_stage = 0;
+  int build_stages = 0;
+  if (take(line, "[")) {
+    if (!take_number(line, build_stage) || !take(line, "/") || !take_number(line, build_stages) ||
+        !take(line, "] ")) {
+      return false;
+    }
+  }
+  int step = 0;
+  int steps = 0;
+  if (!take(line, "STEP ") || !take_number(line, step) || !take(line, "/") ||
+      !take_number(line, steps) || !take(line, ": ")) {
+    return false;
+  }
+  progress.build_stage = build_stage;
+  progress.build_stages = build_stages;
+  progress.step = step;
+  progress.steps = steps;
+  progress.instruction = std::string(line);
+  if (!is_from(line)) {
+    ++progress.steps_run;
+  }
+  return true;
+}
+
+} // namespace kiln

@@ -1,0 +1,23 @@
+#pragma once
+
+#include "engine/engine.h"
+
+namespace kiln {
+
+/// buildah: daemonless, the default engine. Layers are cached (`--layers`), a needed stage is
+/// bound as `--build-context <name>=container-image://<tag>`, secrets by env or file.
+class BuildahEngine : public Engine {
+public:
+  explicit BuildahEngine(std::string isolation) : m_isolation(std::move(isolation)) {}
+
+  std::string name() const override { return "buildah"; }
+  tl::expected<std::string, std::string> version() const override;
+  std::vector<std::string> build_argv(const BuildRequest& request) const override;
+  bool image_exists(const std::string& image) const override;
+  bool update_progress(std::string_view line, BuildProgress& progress) const override;
+
+private:
+  std::string m_isolation;
+};
+
+} // namespace kiln

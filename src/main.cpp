@@ -1,0 +1,23 @@
+#include <CLI/CLI.hpp>
+
+#include "cli/run_command.h"
+#include "driver/run_loop.h"
+
+int main(int argc, char** argv) {
+  CLI::App app("kiln: drive long container-image build chains", "kiln");
+  app.require_subcommand(1);
+  kiln::RunArgs run_args;
+  CLI::App* run = kiln::add_run_command(app, run_args);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kiln::k_exit_usage;
+  }
+  if (run->parsed()) {
+    return kiln::run_command(run_args);
+  }
+  return kiln::k_exit_usage;
+}

@@ -1,0 +1,101 @@
+#include "util/fs.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+namespace kiln {
+
+namespace {
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return false;
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+} // namespace
+
+tl::expected<void, std::string> write_file_atomic(const std::filesystem::path& path,
+                                                  std::string_view content) {
+  std::filesystem::path tmp = path;
+  tmp += fmt::format(".tmp{}", ::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return tl::unexpected(fmt::format("cannot write {}: {}", tmp.string(), std::strerror(errno)));
+  }
+  bool written = write_all(fd, content) && ::fsync(fd) == 0;
+  int saved = errno;
+  ::close(fd);
+  if (!written || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    saved = written ? errno : saved;
+    ::unlink(tmp.c_str());
+    return tl::unexpected(fmt::format("cannot write {}: {}", path.string(), std::strerror(saved)));
+  }
+  return {};
+}
+
+tl::expected<std::string, std::string> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return tl::unexpected(fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+AppendFile::AppendFile(AppendFile&& other) noexcept : m_fd(other.m_fd) {
+  other.m_fd = -1;
+}
+
+AppendFile& AppendFile::operator=(AppendFile&& other) noexcept {
+  if (this != &other) {
+    if (m_fd >= 0) {
+      ::close(m_fd);
+    }
+    m_fd = other.m_fd;
+    other.m_fd = -1;
+  }
+  return *this;
+}
+
+AppendFile::~AppendFile() {
+  if (m_fd >= 0) {
+    ::close(m_fd);
+  }
+}
+
+tl::expected<void, std::string> AppendFile::open(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return tl::unexpected(fmt::format("cannot open {}: {}", path.string(), std::strerror(errno)));
+  }
+  if (m_fd >= 0) {
+    ::close(m_fd);
+  }
+  m_fd = fd;
+  return {};
+}
+
+void AppendFile::write(std::string_view data) {
+  if (m_fd >= 0) {
+    write_all(m_fd, data);
+  }
+}
+
+} // namespace kiln

@@ -1,0 +1,20 @@
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace kiln {
+
+using SystemTime = std::chrono::system_clock::time_point;
+
+/// `2026-12-02T14:03:00Z`: records use UTC whatever the host's zone.
+std::string utc_iso8601(SystemTime time);
+
+/// A run id `YYYYMMDD-HHMMSS-xxxx` (UTC, four random hex digits): sorts by start time and two
+/// runs started in the same second still differ.
+std::string make_run_id(SystemTime time);
+
+/// Seconds as a short human duration: `42s`, `3m07s`, `2h05m`.
+std::string human_duration(double seconds);
+
+} // namespace kiln
