@@ -1,0 +1,739 @@
+#include "chain/chain_loader.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "chain/versions.h"
+#include "dockerfile/declared_args.h"
+#include "util/strings.h"
+
+namespace kiln {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> k_engines = {"buildah"};
+const std::vector<std::string> k_isolations = {"chroot", "oci", "rootless"};
+
+const std::vector<std::string> k_top_keys = {"chain", "engine", "defaults", "transient", "stage"};
+const std::vector<std::string> k_chain_keys = {"name", "engine", "versions", "records"};
+const std::vector<std::string> k_engine_keys = {"buildah"};
+const std::vector<std::string> k_buildah_keys = {"isolation"};
+const std::vector<std::string> k_defaults_keys = {"attempts", "cooldown_s", "cooldown_max_s"};
+const std::vector<std::string> k_transient_keys = {"name", "patterns", "retry_despite_identical"};
+const std::vector<std::string> k_stage_keys = {"name",  "dockerfile", "context", "target",  "tag",
+                                               "needs", "build_args", "secrets", "attempts"};
+const std::vector<std::string> k_secret_keys = {"id", "env", "file"};
+
+const std::string_view k_identifier_rule = "use letters, digits and '_', not starting with a digit";
+
+bool is_lower_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+// Chain and stage names end up in image tags and build-context names, which are lower case.
+bool is_lower_name(std::string_view name, bool digit_first) {
+  if (name.empty() ||
+      !(digit_first ? is_lower_alnum(name[0]) : (name[0] >= 'a' && name[0] <= 'z'))) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return is_lower_alnum(c) || c == '_' || c == '.' || c == '-'; });
+}
+
+bool is_secret_id(std::string_view id) {
+  return !id.empty() && std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+  });
+}
+
+std::string_view type_name(const toml::node& node) {
+  switch (node.type()) {
+  case toml::node_type::string:
+    return "a string";
+  case toml::node_type::integer:
+    return "an integer";
+  case toml::node_type::floating_point:
+    return "a float";
+  case toml::node_type::boolean:
+    return "a boolean";
+  case toml::node_type::table:
+    return "a table";
+  case toml::node_type::array:
+    return "an array";
+  case toml::node_type::date:
+    return "a date";
+  case toml::node_type::time:
+    return "a time";
+  case toml::node_type::date_time:
+    return "a date-time";
+  default:
+    return "nothing";
+  }
+}
+
+template <typename T> constexpr std::string_view expected_type() {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return "a string";
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    return "an integer";
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return "a boolean";
+  } else if constexpr (std::is_same_v<T, toml::array>) {
+    return "an array";
+  } else {
+    return "a table";
+  }
+}
+
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates,
+                         std::string_view list_intro) {
+  std::string match = closest_match(word, candidates);
+  if (!match.empty()) {
+    return fmt::format("did you mean '{}'?", match);
+  }
+  return fmt::format("{}: {}", list_intro, join(candidates, ", "));
+}
+
+// toml++ and std::regex describe errors as capitalised sentences; our messages are fragments.
+std::string as_fragment(std::string_view text) {
+  std::string out(trim(text));
+  while (!out.empty() && out.back() == '.') {
+    out.pop_back();
+  }
+  if (!out.empty()) {
+    out[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(out[0])));
+  }
+  return out;
+}
+
+enum class PathKind { file, directory };
+
+enum class VisitState { unvisited, on_path, done };
+
+struct StageSource {
+  int name_line = 0;
+  std::string dockerfile; // as written
+  SourcePos dockerfile_pos;
+  bool dockerfile_found = false;
+};
+
+class Loader {
+public:
+  explicit Loader(const fs::path& file) : m_file(file), m_name(file.string()) {}
+
+  tl::expected<Chain, Diagnostics> load();
+
+private:
+  SourcePos pos(const toml::source_position& at) const {
+    return {m_name, static_cast<int>(at.line), static_cast<int>(at.column)};
+  }
+  SourcePos pos(const toml::node& node) const { return pos(node.source().begin); }
+  void error(SourcePos pos, std::string message, std::string hint = {}) {
+    m_diagnostics.push_back({std::move(pos), std::move(message), std::move(hint)});
+  }
+
+  fs::path resolve(const std::string& written) const;
+  void check_keys(const toml::table& table, std::string_view where,
+                  const std::vector<std::string>& keys);
+  template <typename T>
+  auto get(const toml::table& table, std::string_view where, std::string_view key,
+           bool required = false) -> decltype(table.get(key)->as<T>());
+  std::vector<const toml::table*> tables_in(const toml::table& root, std::string_view key);
+  std::optional<int> get_count(const toml::table& table, std::string_view where,
+                               std::string_view key);
+  std::optional<double> get_seconds(const toml::table& table, std::string_view where,
+                                    std::string_view key);
+  std::optional<fs::path> existing_path(const toml::value<std::string>& node, std::string_view what,
+                                        PathKind kind);
+
+  void read_chain(const toml::table& root);
+  void read_engine(const toml::table& root);
+  void read_defaults(const toml::table& root);
+  void read_transient(const toml::table& table);
+  void read_stage(const toml::table& table);
+  void read_build_args(const toml::table& table, Stage& stage);
+  void read_secret(const toml::table& table, Stage& stage);
+  void read_versions();
+  void check_needs();
+  void check_cycles();
+  void visit(size_t index, std::vector<VisitState>& state, std::vector<size_t>& path);
+  void check_declared_args();
+
+  fs::path m_file;
+  std::string m_name; // the chain file as the user named it, for diagnostics
+  Chain m_chain;
+  Diagnostics m_diagnostics;
+  std::vector<StageSource> m_sources;          // one per stage
+  std::map<std::string, size_t> m_stage_index; // first stage of each name
+  fs::path m_versions_shown;                   // the versions file as diagnostics name it
+};
+
+fs::path Loader::resolve(const std::string& written) const {
+  fs::path path = (m_chain.dir / written).lexically_normal();
+  // "dir/." normalises to "dir/"; keep paths comparable and printable without the slash.
+  return path.has_filename() ? path : path.parent_path();
+}
+
+void Loader::check_keys(const toml::table& table, std::string_view where,
+                        const std::vector<std::string>& keys) {
+  for (auto&& [key, value] : table) {
+    if (std::find(keys.begin(), keys.end(), key.str()) == keys.end()) {
+      error(pos(key.source().begin), fmt::format("unknown key '{}' {}", key.str(), where),
+            did_you_mean(key.str(), keys, "valid keys"));
+    }
+  }
+}
+
+template <typename T>
+auto Loader::get(const toml::table& table, std::string_view where, std::string_view key,
+                 bool required) -> decltype(table.get(key)->as<T>()) {
+  const toml::node* node = table.get(key);
+  if (!node) {
+    if (required) {
+      error(pos(table), fmt::format("missing required key '{}' {}", key, where),
+            fmt::format("add {} = ... to this table", key));
+    }
+    return nullptr;
+  }
+  auto* typed = node->as<T>();
+  if (!typed) {
+    error(pos(*node), fmt::format("'{}' {} must be {}, not {}", key, where, expected_type<T>(),
+                                  type_name(*node)));
+  }
+  return typed;
+}
+
+std::vector<const toml::table*> Loader::tables_in(const toml::table& root, std::string_view key) {
+  std::vector<const toml::table*> tables;
+  const toml::node* node = root.get(key);
+  if (!node) {
+    return tables;
+  }
+  const toml::array* array = node->as_array();
+  if (!array) {
+    error(pos(*node), fmt::format("'{}' must be an array of tables, not {}", key, type_name(*node)),
+          fmt::format("write each one as [[{}]], with double brackets", key));
+    return tables;
+  }
+  for (const auto& element : *array) {
+    if (const auto* table = element.as_table()) {
+      tables.push_back(table);
+    } else {
+      error(pos(element), fmt::format("each '{}' must be a table, not {}", key, type_name(element)),
+            fmt::format("write each one as [[{}]]", key));
+    }
+  }
+  return tables;
+}
+
+std::optional<int> Loader::get_count(const toml::table& table, std::string_view where,
+                                     std::string_view key) {
+  const auto* node = get<int64_t>(table, where, key);
+  if (!node) {
+    return std::nullopt;
+  }
+  int64_t value = node->get();
+  if (value < 1) {
+    error(pos(*node), fmt::format("'{}' {} must be at least 1, not {}", key, where, value),
+          "1 means a single attempt and no retry");
+    return std::nullopt;
+  }
+  if (value > std::numeric_limits<int>::max()) {
+    error(pos(*node), fmt::format("'{}' {} is too large: {}", key, where, value));
+    return std::nullopt;
+  }
+  return static_cast<int>(value);
+}
+
+std::optional<double> Loader::get_seconds(const toml::table& table, std::string_view where,
+                                          std::string_view key) {
+  const toml::node* node = table.get(key);
+  if (!node) {
+    return std::nullopt;
+  }
+  if (!node->is_number()) {
+    error(pos(*node),
+          fmt::format("'{}' {} must be a number of seconds, not {}", key, where, type_name(*node)));
+    return std::nullopt;
+  }
+  double value = node->is_integer() ? static_cast<double>(node->as_integer()->get())
+                                    : node->as_floating_point()->get();
+  if (!std::isfinite(value)) {
+    error(pos(*node), fmt::format("'{}' {} must be a finite number, not {}", key, where, value));
+    return std::nullopt;
+  }
+  if (value < 0) {
+    error(pos(*node), fmt::format("'{}' {} must be 0 or more, not {}", key, where, value));
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<fs::path> Loader::existing_path(const toml::value<std::string>& node,
+                                              std::string_view what, PathKind kind) {
+  const std::string& written = node.get();
+  fs::path path = resolve(written);
+  std::error_code ignored;
+  fs::file_status status = fs::status(path, ignored);
+  if (!fs::exists(status)) {
+    error(pos(node),
+          fmt::format("{} '{}' does not exist (resolved to {})", what, written, path.string()),
+          "fix the path; a relative path starts from the chain file's folder");
+    return std::nullopt;
+  }
+  if (kind == PathKind::file && !fs::is_regular_file(status)) {
+    error(
+        pos(node),
+        fmt::format("{} '{}' is not a regular file (resolved to {})", what, written, path.string()),
+        "name a file, not a directory");
+    return std::nullopt;
+  }
+  if (kind == PathKind::directory && !fs::is_directory(status)) {
+    error(pos(node),
+          fmt::format("{} '{}' is not a directory (resolved to {})", what, written, path.string()),
+          "name the directory the build runs in");
+    return std::nullopt;
+  }
+  return path;
+}
+
+void Loader::read_chain(const toml::table& root) {
+  if (!root.contains("chain")) {
+    error(pos(root), "missing required table [chain]", "add a [chain] table with a name");
+  }
+  const auto* table = get<toml::table>(root, "at the top level", "chain");
+  if (!table) {
+    return;
+  }
+  const std::string_view where = "in [chain]";
+  check_keys(*table, where, k_chain_keys);
+  if (const auto* name = get<std::string>(*table, where, "name", true)) {
+    m_chain.name = name->get();
+    if (!is_lower_name(m_chain.name, true)) {
+      error(pos(*name), fmt::format("chain name '{}' is not valid", m_chain.name),
+            "use lower-case letters, digits, '_', '.' and '-', starting with a letter or digit");
+    }
+  }
+  if (const auto* engine = get<std::string>(*table, where, "engine")) {
+    if (std::find(k_engines.begin(), k_engines.end(), engine->get()) == k_engines.end()) {
+      error(pos(*engine), fmt::format("unsupported engine '{}'", engine->get()),
+            fmt::format("supported engines: {}", join(k_engines, ", ")));
+    } else {
+      m_chain.engine = engine->get();
+    }
+  }
+  if (const auto* versions = get<std::string>(*table, where, "versions")) {
+    if (auto path = existing_path(*versions, "versions file", PathKind::file)) {
+      m_chain.versions_file = *path;
+      m_versions_shown = (m_file.parent_path() / versions->get()).lexically_normal();
+    }
+  }
+  const auto* records = get<std::string>(*table, where, "records");
+  m_chain.records = resolve(records ? records->get() : "records");
+}
+
+void Loader::read_engine(const toml::table& root) {
+  const auto* engine = get<toml::table>(root, "at the top level", "engine");
+  if (!engine) {
+    return;
+  }
+  check_keys(*engine, "in [engine]", k_engine_keys);
+  const auto* buildah = get<toml::table>(*engine, "in [engine]", "buildah");
+  if (!buildah) {
+    return;
+  }
+  const std::string_view where = "in [engine.buildah]";
+  check_keys(*buildah, where, k_buildah_keys);
+  if (const auto* isolation = get<std::string>(*buildah, where, "isolation")) {
+    const std::string& value = isolation->get();
+    if (std::find(k_isolations.begin(), k_isolations.end(), value) == k_isolations.end()) {
+      error(pos(*isolation), fmt::format("unknown isolation '{}'", value),
+            did_you_mean(value, k_isolations, "use one of"));
+    } else {
+      m_chain.buildah_isolation = value;
+    }
+  }
+}
+
+void Loader::read_defaults(const toml::table& root) {
+  const auto* defaults = get<toml::table>(root, "at the top level", "defaults");
+  if (!defaults) {
+    return;
+  }
+  const std::string_view where = "in [defaults]";
+  check_keys(*defaults, where, k_defaults_keys);
+  RetryPolicy& policy = m_chain.defaults;
+  if (auto attempts = get_count(*defaults, where, "attempts")) {
+    policy.attempts = *attempts;
+  }
+  auto cooldown = get_seconds(*defaults, where, "cooldown_s");
+  auto cooldown_max = get_seconds(*defaults, where, "cooldown_max_s");
+  policy.cooldown_s = cooldown.value_or(policy.cooldown_s);
+  policy.cooldown_max_s = cooldown_max.value_or(policy.cooldown_max_s);
+  if (policy.cooldown_max_s >= policy.cooldown_s) {
+    return;
+  }
+  if (cooldown_max) {
+    error(pos(*defaults->get("cooldown_max_s")),
+          fmt::format("'cooldown_max_s' in [defaults] ({}) is below 'cooldown_s' ({})",
+                      policy.cooldown_max_s, policy.cooldown_s),
+          fmt::format("raise cooldown_max_s to at least {}", policy.cooldown_s));
+  } else {
+    error(pos(*defaults->get("cooldown_s")),
+          fmt::format("'cooldown_s' in [defaults] ({}) is above the default 'cooldown_max_s' ({})",
+                      policy.cooldown_s, policy.cooldown_max_s),
+          fmt::format("set cooldown_max_s to at least {}", policy.cooldown_s));
+  }
+}
+
+void Loader::read_transient(const toml::table& table) {
+  const std::string_view where = "in [[transient]]";
+  check_keys(table, where, k_transient_keys);
+  TransientClass transient;
+  if (const auto* name = get<std::string>(table, where, "name", true)) {
+    transient.name = name->get();
+  }
+  if (const auto* patterns = get<toml::array>(table, where, "patterns", true)) {
+    if (patterns->empty()) {
+      error(pos(*patterns), "'patterns' in [[transient]] is empty",
+            "add at least one regular expression");
+    }
+    for (const auto& element : *patterns) {
+      const auto* pattern = element.as_string();
+      if (!pattern) {
+        error(pos(element), fmt::format("each of 'patterns' in [[transient]] must be a string, "
+                                        "not {}",
+                                        type_name(element)));
+        continue;
+      }
+      try {
+        std::regex compiled(pattern->get(), std::regex::ECMAScript);
+        transient.patterns.push_back(pattern->get());
+      } catch (const std::regex_error& e) {
+        error(pos(element),
+              fmt::format("invalid regular expression '{}': {}", pattern->get(),
+                          as_fragment(e.what())),
+              "patterns are ECMAScript regular expressions; escape a literal character with a "
+              "backslash, in a '...' string so TOML keeps it");
+      }
+    }
+  }
+  if (const auto* retry = get<bool>(table, where, "retry_despite_identical")) {
+    transient.retry_despite_identical = retry->get();
+  }
+  m_chain.transient.push_back(std::move(transient));
+}
+
+void Loader::read_stage(const toml::table& table) {
+  const std::string_view where = "in [[stage]]";
+  check_keys(table, where, k_stage_keys);
+  Stage stage;
+  StageSource source;
+  stage.pos = pos(table);
+  if (const auto* name = get<std::string>(table, where, "name", true)) {
+    stage.name = name->get();
+    source.name_line = static_cast<int>(name->source().begin.line);
+    if (!is_lower_name(stage.name, false)) {
+      error(pos(*name), fmt::format("stage name '{}' is not valid", stage.name),
+            "use lower-case letters, digits, '_', '.' and '-', starting with a letter: the name "
+            "becomes a build context in FROM <name>");
+    }
+    if (auto first = m_stage_index.find(stage.name); first != m_stage_index.end()) {
+      error(pos(*name), fmt::format("duplicate stage name '{}'", stage.name),
+            fmt::format("the first stage named '{}' is on line {}; rename one of them", stage.name,
+                        m_sources[first->second].name_line));
+    } else {
+      m_stage_index.emplace(stage.name, m_chain.stages.size());
+    }
+  }
+  if (const auto* dockerfile = get<std::string>(table, where, "dockerfile", true)) {
+    source.dockerfile = dockerfile->get();
+    source.dockerfile_pos = pos(*dockerfile);
+    if (auto path = existing_path(*dockerfile, "dockerfile", PathKind::file)) {
+      stage.dockerfile = *path;
+      source.dockerfile_found = true;
+    }
+  }
+  stage.context = m_chain.dir;
+  if (const auto* context = get<std::string>(table, where, "context")) {
+    stage.context = existing_path(*context, "context", PathKind::directory).value_or(fs::path());
+  }
+  if (const auto* target = get<std::string>(table, where, "target")) {
+    stage.target = target->get();
+  }
+  stage.tag = fmt::format("localhost/{}-{}:latest", m_chain.name, stage.name);
+  if (const auto* tag = get<std::string>(table, where, "tag")) {
+    stage.tag = tag->get();
+  }
+  if (const auto* needs = get<toml::array>(table, where, "needs")) {
+    for (const auto& element : *needs) {
+      if (const auto* need = element.as_string()) {
+        stage.needs.push_back(need->get());
+        stage.needs_pos.push_back(pos(element));
+      } else {
+        error(pos(element),
+              fmt::format("each of 'needs' in [[stage]] must be a stage name, not {}",
+                          type_name(element)),
+              "write the stage name in quotes");
+      }
+    }
+  }
+  if (const auto* build_args = get<toml::table>(table, where, "build_args")) {
+    read_build_args(*build_args, stage);
+  }
+  if (const auto* secrets = get<toml::array>(table, where, "secrets")) {
+    for (const auto& element : *secrets) {
+      if (const auto* secret = element.as_table()) {
+        read_secret(*secret, stage);
+      } else {
+        error(pos(element),
+              fmt::format("each of 'secrets' in [[stage]] must be a table, not {}",
+                          type_name(element)),
+              "write { id = \"...\", env = \"VAR\" } or { id = \"...\", file = \"path\" }");
+      }
+    }
+  }
+  stage.attempts = get_count(table, where, "attempts").value_or(m_chain.defaults.attempts);
+  m_chain.stages.push_back(std::move(stage));
+  m_sources.push_back(std::move(source));
+}
+
+void Loader::read_build_args(const toml::table& table, Stage& stage) {
+  // toml++ keeps keys sorted; the model keeps them in file order.
+  std::vector<std::pair<const toml::key*, const toml::node*>> entries;
+  for (auto&& [key, value] : table) {
+    entries.emplace_back(&key, &value);
+  }
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    return a.first->source().begin < b.first->source().begin;
+  });
+  for (const auto& [key, value] : entries) {
+    std::string name(key->str());
+    SourcePos key_pos = pos(key->source().begin);
+    if (!is_identifier(name)) {
+      error(key_pos,
+            fmt::format("build arg '{}' is not a valid ARG name and would never reach the build",
+                        name),
+            "rename it: an ARG name has letters, digits and '_', and does not start with a digit");
+      continue;
+    }
+    const auto* text = value->as_string();
+    if (!text) {
+      std::string hint = "write the value in quotes";
+      if (value->is_value()) {
+        std::ostringstream shown;
+        value->visit([&](const auto& v) { shown << v; });
+        hint = fmt::format("quote it: {} = \"{}\"", name, shown.str());
+      }
+      error(pos(*value),
+            fmt::format("build arg '{}' must be a string, not {}", name, type_name(*value)), hint);
+      continue;
+    }
+    stage.build_args.emplace_back(name, text->get());
+    stage.build_args_pos.push_back(key_pos);
+  }
+}
+
+void Loader::read_secret(const toml::table& table, Stage& stage) {
+  const std::string_view where = "in a secret of [[stage]]";
+  check_keys(table, where, k_secret_keys);
+  SecretRef secret;
+  secret.pos = pos(table);
+  if (const auto* id = get<std::string>(table, where, "id", true)) {
+    secret.id = id->get();
+    bool seen = std::any_of(stage.secrets.begin(), stage.secrets.end(),
+                            [&](const SecretRef& other) { return other.id == secret.id; });
+    if (!is_secret_id(secret.id)) {
+      error(pos(*id), fmt::format("secret id '{}' is not valid", secret.id),
+            "use letters, digits, '_', '.' and '-'");
+    } else if (seen) {
+      error(pos(*id), fmt::format("duplicate secret id '{}' in stage '{}'", secret.id, stage.name),
+            "give each secret of a stage its own id");
+    }
+  }
+  const toml::node* env = table.get("env");
+  const toml::node* file = table.get("file");
+  if (!env && !file) {
+    error(pos(table), "a secret needs 'env' or 'file'",
+          "add env = \"VAR\" to pass an environment variable, or file = \"path\" to pass a file");
+  } else if (env && file) {
+    error(pos(*file), "a secret takes 'env' or 'file', not both", "remove one of them");
+  } else if (env) {
+    if (const auto* name = get<std::string>(table, where, "env")) {
+      secret.env = name->get();
+      if (!is_identifier(secret.env)) {
+        error(pos(*name), fmt::format("'{}' is not a valid environment variable name", secret.env),
+              std::string(k_identifier_rule));
+      }
+    }
+  } else if (const auto* path = get<std::string>(table, where, "file")) {
+    secret.file = existing_path(*path, "secret file", PathKind::file).value_or(fs::path());
+  }
+  stage.secrets.push_back(std::move(secret));
+}
+
+void Loader::read_versions() {
+  if (m_chain.versions_file.empty()) {
+    return;
+  }
+  auto versions = load_versions(m_versions_shown);
+  if (versions) {
+    m_chain.versions = std::move(*versions);
+  } else {
+    m_diagnostics.insert(m_diagnostics.end(), versions.error().begin(), versions.error().end());
+  }
+}
+
+void Loader::check_needs() {
+  std::vector<std::string> names;
+  for (const auto& stage : m_chain.stages) {
+    names.push_back(stage.name);
+  }
+  for (const auto& stage : m_chain.stages) {
+    for (size_t i = 0; i < stage.needs.size(); ++i) {
+      if (!m_stage_index.count(stage.needs[i])) {
+        error(stage.needs_pos[i], fmt::format("unknown stage '{}' in needs", stage.needs[i]),
+              did_you_mean(stage.needs[i], names, "stages"));
+      }
+    }
+  }
+}
+
+void Loader::check_cycles() {
+  std::vector<VisitState> state(m_chain.stages.size(), VisitState::unvisited);
+  std::vector<size_t> path;
+  for (size_t i = 0; i < m_chain.stages.size(); ++i) {
+    if (state[i] == VisitState::unvisited) {
+      visit(i, state, path);
+    }
+  }
+}
+
+// Depth-first search over needs; an edge back onto the current path closes a cycle.
+void Loader::visit(size_t index, std::vector<VisitState>& state, std::vector<size_t>& path) {
+  state[index] = VisitState::on_path;
+  path.push_back(index);
+  const Stage& stage = m_chain.stages[index];
+  for (size_t i = 0; i < stage.needs.size(); ++i) {
+    auto need = m_stage_index.find(stage.needs[i]);
+    if (need == m_stage_index.end()) {
+      continue;
+    }
+    if (state[need->second] == VisitState::unvisited) {
+      visit(need->second, state, path);
+    } else if (state[need->second] == VisitState::on_path) {
+      std::vector<std::string> cycle;
+      for (auto it = std::find(path.begin(), path.end(), need->second); it != path.end(); ++it) {
+        cycle.push_back(m_chain.stages[*it].name);
+      }
+      cycle.push_back(need->first);
+      error(stage.needs_pos[i], fmt::format("dependency cycle: {}", join(cycle, " -> ")),
+            "remove one of these needs: a stage cannot depend on itself, directly or through "
+            "others");
+    }
+  }
+  path.pop_back();
+  state[index] = VisitState::done;
+}
+
+void Loader::check_declared_args() {
+  for (size_t i = 0; i < m_chain.stages.size(); ++i) {
+    Stage& stage = m_chain.stages[i];
+    const StageSource& source = m_sources[i];
+    if (!source.dockerfile_found) {
+      continue;
+    }
+    auto declared = declared_args_in_file(stage.dockerfile);
+    if (!declared) {
+      error(source.dockerfile_pos, declared.error());
+      continue;
+    }
+    stage.declared_args = std::move(*declared);
+    for (size_t j = 0; j < stage.build_args.size(); ++j) {
+      const std::string& name = stage.build_args[j].first;
+      if (std::find(stage.declared_args.begin(), stage.declared_args.end(), name) ==
+          stage.declared_args.end()) {
+        error(stage.build_args_pos[j],
+              fmt::format("build arg '{}' is not declared with ARG in {}, so the build would "
+                          "ignore it",
+                          name, source.dockerfile),
+              fmt::format("declare 'ARG {}' in {} or remove it", name, source.dockerfile));
+      }
+    }
+  }
+}
+
+tl::expected<Chain, Diagnostics> Loader::load() {
+  std::error_code ignored;
+  if (fs::is_directory(m_file, ignored)) {
+    return tl::unexpected(Diagnostics{
+        {{m_name}, "cannot read chain file: it is a directory", "name the chain's .toml file"}});
+  }
+  std::ifstream in(m_file, std::ios::binary);
+  if (!in) {
+    return tl::unexpected(Diagnostics{
+        {{m_name}, fmt::format("cannot read chain file: {}", std::strerror(errno)), ""}});
+  }
+  toml::table root;
+  try {
+    root = toml::parse(in, m_name);
+  } catch (const toml::parse_error& e) {
+    return tl::unexpected(
+        Diagnostics{{pos(e.source().begin),
+                     fmt::format("invalid TOML: {}", as_fragment(e.description())), ""}});
+  }
+
+  m_chain.file = fs::absolute(m_file).lexically_normal();
+  m_chain.dir = m_chain.file.parent_path();
+  check_keys(root, "at the top level", k_top_keys);
+  read_chain(root);
+  read_engine(root);
+  read_defaults(root);
+  for (const auto* table : tables_in(root, "transient")) {
+    read_transient(*table);
+  }
+  if (!root.contains("stage")) {
+    error(pos(root), "missing required table [[stage]]",
+          "add a [[stage]] table with a name and a dockerfile");
+  }
+  for (const auto* table : tables_in(root, "stage")) {
+    read_stage(*table);
+  }
+  read_versions();
+  check_needs();
+  check_cycles();
+  check_declared_args();
+
+  if (!m_diagnostics.empty()) {
+    // Chain-file problems first, each file top to bottom, the way an editor walks them.
+    std::stable_sort(
+        m_diagnostics.begin(), m_diagnostics.end(), [&](const Diagnostic& a, const Diagnostic& b) {
+          return std::tuple(a.pos.file != m_name, a.pos.file, a.pos.line, a.pos.column) <
+                 std::tuple(b.pos.file != m_name, b.pos.file, b.pos.line, b.pos.column);
+        });
+    return tl::unexpected(std::move(m_diagnostics));
+  }
+  return std::move(m_chain);
+}
+
+} // namespace
+
+tl::expected<Chain, Diagnostics> load_chain(const std::filesystem::path& file) {
+  return Loader(file).load();
+}
+
+} // namespace kiln

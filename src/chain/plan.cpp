@@ -1,0 +1,101 @@
+#include "chain/plan.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "util/strings.h"
+
+namespace kiln {
+
+namespace {
+
+std::string unknown_stage(const Chain& chain, const std::string& name, std::string_view option) {
+  std::vector<std::string> names;
+  for (const auto& stage : chain.stages) {
+    names.push_back(stage.name);
+  }
+  std::string message = fmt::format("unknown stage '{}' in {}", name, option);
+  std::string suggestion = closest_match(name, names);
+  if (!suggestion.empty()) {
+    return fmt::format("{} (did you mean '{}'?)", message, suggestion);
+  }
+  return fmt::format("{} (stages: {})", message, join(names, ", "));
+}
+
+void set_value(KeyValues& values, const std::string& key, const std::string& value) {
+  auto it =
+      std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == key; });
+  if (it != values.end()) {
+    it->second = value;
+  } else {
+    values.emplace_back(key, value);
+  }
+}
+
+} // namespace
+
+std::vector<const Stage*> run_order(const Chain& chain) {
+  std::vector<const Stage*> order;
+  std::set<std::string> placed;
+  while (order.size() < chain.stages.size()) {
+    auto ready = std::find_if(chain.stages.begin(), chain.stages.end(), [&](const Stage& stage) {
+      return !placed.count(stage.name) &&
+             std::all_of(stage.needs.begin(), stage.needs.end(),
+                         [&](const std::string& need) { return placed.count(need) > 0; });
+    });
+    // Only a cycle leaves nothing ready, and a validated chain has none.
+    if (ready == chain.stages.end()) {
+      break;
+    }
+    placed.insert(ready->name);
+    order.push_back(&*ready);
+  }
+  return order;
+}
+
+tl::expected<std::vector<const Stage*>, std::string> select_stages(const Chain& chain,
+                                                                   const Selection& selection) {
+  if (!selection.only.empty() && !selection.from.empty()) {
+    return tl::unexpected(std::string("use --only or --from, not both"));
+  }
+  std::vector<const Stage*> order = run_order(chain);
+  if (!selection.only.empty()) {
+    for (const auto& name : selection.only) {
+      if (!chain.find_stage(name)) {
+        return tl::unexpected(unknown_stage(chain, name, "--only"));
+      }
+    }
+    std::erase_if(order, [&](const Stage* stage) {
+      return std::find(selection.only.begin(), selection.only.end(), stage->name) ==
+             selection.only.end();
+    });
+    return order;
+  }
+  if (!selection.from.empty()) {
+    auto from = std::find_if(order.begin(), order.end(),
+                             [&](const Stage* stage) { return stage->name == selection.from; });
+    if (from == order.end()) {
+      return tl::unexpected(unknown_stage(chain, selection.from, "--from"));
+    }
+    return std::vector<const Stage*>(from, order.end());
+  }
+  return order;
+}
+
+KeyValues stage_build_args(const Chain& chain, const Stage& stage, const KeyValues& overrides) {
+  KeyValues args;
+  for (const KeyValues* layer : {&chain.versions, &stage.build_args, &overrides}) {
+    for (const auto& [key, value] : *layer) {
+      set_value(args, key, value);
+    }
+  }
+  std::erase_if(args, [&](const auto& kv) {
+    return std::find(stage.declared_args.begin(), stage.declared_args.end(), kv.first) ==
+           stage.declared_args.end();
+  });
+  return args;
+}
+
+} // namespace kiln

@@ -1,0 +1,358 @@
+#include "chain/chain_loader.h"
+
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path k_chains = fs::path(KILN_TEST_FIXTURES) / "chains";
+
+std::string chain_file(const std::string& name) {
+  return (k_chains / name / "chain.toml").string();
+}
+
+std::string describe(const Diagnostics& diagnostics) {
+  std::string out;
+  for (const auto& diagnostic : diagnostics) {
+    out += format_diagnostic(diagnostic);
+  }
+  return out;
+}
+
+Diagnostics load_errors(const std::string& name) {
+  auto chain = load_chain(chain_file(name));
+  if (chain) {
+    ADD_FAILURE() << name << " loaded without errors";
+    return {};
+  }
+  return chain.error();
+}
+
+// Expects exactly one diagnostic whose message contains `message`, at `line`:`column` of
+// `file`, with a hint containing `hint`.
+void expect_diagnostic(const Diagnostics& diagnostics, const std::string& file, int line,
+                       int column, const std::string& message, const std::string& hint = "") {
+  SCOPED_TRACE(message);
+  const Diagnostic* found = nullptr;
+  for (const auto& diagnostic : diagnostics) {
+    if (diagnostic.message.find(message) != std::string::npos) {
+      ASSERT_EQ(found, nullptr) << "more than one match in\n" << describe(diagnostics);
+      found = &diagnostic;
+    }
+  }
+  ASSERT_NE(found, nullptr) << "no match in\n" << describe(diagnostics);
+  EXPECT_EQ(found->pos.file, file);
+  EXPECT_EQ(found->pos.line, line);
+  EXPECT_EQ(found->pos.column, column);
+  EXPECT_NE(found->hint.find(hint), std::string::npos) << "hint: " << found->hint;
+}
+
+TEST(LoadChain, ReadsEveryField) {
+  auto chain = load_chain(chain_file("valid"));
+  ASSERT_TRUE(chain) << describe(chain.error());
+  const fs::path dir = k_chains / "valid";
+
+  EXPECT_EQ(chain->file, dir / "chain.toml");
+  EXPECT_EQ(chain->dir, dir);
+  EXPECT_EQ(chain->name, "demo");
+  EXPECT_EQ(chain->engine, "buildah");
+  EXPECT_EQ(chain->buildah_isolation, "oci");
+  EXPECT_EQ(chain->versions_file, dir / "versions.env");
+  EXPECT_EQ(chain->records, dir / "out" / "records");
+  EXPECT_EQ(chain->versions,
+            (KeyValues{{"ZLIB", "1.3"}, {"OPENSSL", "3.0.13"}, {"DEBIAN", "bookworm-slim"}}));
+  EXPECT_EQ(chain->defaults.attempts, 2);
+  EXPECT_EQ(chain->defaults.cooldown_s, 1.5);
+  EXPECT_EQ(chain->defaults.cooldown_max_s, 30);
+
+  ASSERT_EQ(chain->transient.size(), 1u);
+  EXPECT_EQ(chain->transient[0].name, "mirror");
+  EXPECT_EQ(chain->transient[0].patterns,
+            (std::vector<std::string>{"Could not resolve host", "HTTP (502|503)"}));
+  EXPECT_TRUE(chain->transient[0].retry_despite_identical);
+
+  ASSERT_EQ(chain->stages.size(), 2u);
+  const Stage& base = chain->stages[0];
+  EXPECT_EQ(base.name, "base");
+  EXPECT_EQ(base.pos.line, 20);
+  EXPECT_EQ(base.pos.column, 1);
+  EXPECT_EQ(base.dockerfile, dir / "base" / "Dockerfile");
+  EXPECT_EQ(base.context, dir / "base");
+  EXPECT_EQ(base.target, "");
+  EXPECT_EQ(base.tag, "localhost/demo-base:latest");
+  EXPECT_TRUE(base.needs.empty());
+  // File order, not toml++'s sorted order.
+  EXPECT_EQ(base.build_args, (KeyValues{{"ZLIB", "1.2-local"}, {"DEBIAN", "bookworm"}}));
+  ASSERT_EQ(base.build_args_pos.size(), 2u);
+  EXPECT_EQ(base.build_args_pos[1].line, 24);
+  EXPECT_EQ(base.build_args_pos[1].column, 36);
+  EXPECT_EQ(base.attempts, 2);
+  EXPECT_EQ(base.declared_args, (std::vector<std::string>{"DEBIAN", "ZLIB"}));
+
+  const Stage& app = chain->stages[1];
+  EXPECT_EQ(app.name, "app");
+  EXPECT_EQ(app.context, dir);
+  EXPECT_EQ(app.target, "runtime");
+  EXPECT_EQ(app.tag, "registry.example/app:dev");
+  EXPECT_EQ(app.needs, (std::vector<std::string>{"base"}));
+  ASSERT_EQ(app.needs_pos.size(), 1u);
+  EXPECT_EQ(app.needs_pos[0].line, 31);
+  EXPECT_EQ(app.needs_pos[0].column, 10);
+  EXPECT_EQ(app.attempts, 5);
+  EXPECT_EQ(app.build_args, (KeyValues{{"VERSION", "1.0"}}));
+  EXPECT_EQ(app.declared_args, (std::vector<std::string>{"VERSION", "OPENSSL"}));
+  ASSERT_EQ(app.secrets.size(), 2u);
+  EXPECT_EQ(app.secrets[0].id, "token");
+  EXPECT_EQ(app.secrets[0].env, "API_TOKEN");
+  EXPECT_TRUE(app.secrets[0].file.empty());
+  EXPECT_EQ(app.secrets[0].pos.line, 34);
+  EXPECT_EQ(app.secrets[0].pos.column, 3);
+  EXPECT_EQ(app.secrets[1].id, "netrc");
+  EXPECT_EQ(app.secrets[1].env, "");
+  EXPECT_EQ(app.secrets[1].file, dir / "secrets" / "netrc");
+}
+
+TEST(LoadChain, FillsDefaults) {
+  auto chain = load_chain(chain_file("minimal"));
+  ASSERT_TRUE(chain) << describe(chain.error());
+  const fs::path dir = k_chains / "minimal";
+  EXPECT_EQ(chain->engine, "buildah");
+  EXPECT_EQ(chain->buildah_isolation, "chroot");
+  EXPECT_TRUE(chain->versions_file.empty());
+  EXPECT_TRUE(chain->versions.empty());
+  EXPECT_EQ(chain->records, dir / "records");
+  EXPECT_EQ(chain->defaults.attempts, 3);
+  EXPECT_EQ(chain->defaults.cooldown_s, 5);
+  EXPECT_EQ(chain->defaults.cooldown_max_s, 60);
+  EXPECT_TRUE(chain->transient.empty());
+  ASSERT_EQ(chain->stages.size(), 1u);
+  EXPECT_EQ(chain->stages[0].context, dir);
+  EXPECT_EQ(chain->stages[0].tag, "localhost/mini-only:latest");
+  EXPECT_EQ(chain->stages[0].attempts, 3);
+  EXPECT_TRUE(chain->stages[0].declared_args.empty());
+}
+
+TEST(LoadChain, RelativeChainPathResolvesAgainstItsFolder) {
+  fs::path previous = fs::current_path();
+  fs::current_path(k_chains);
+  auto chain = load_chain("minimal/chain.toml");
+  fs::current_path(previous);
+  ASSERT_TRUE(chain) << describe(chain.error());
+  EXPECT_EQ(chain->file, k_chains / "minimal" / "chain.toml");
+  EXPECT_EQ(chain->stages[0].dockerfile, k_chains / "minimal" / "Dockerfile");
+}
+
+TEST(LoadChain, UnreadableFile) {
+  std::string file = (k_chains / "no-such-dir" / "chain.toml").string();
+  auto chain = load_chain(file);
+  ASSERT_FALSE(chain);
+  ASSERT_EQ(chain.error().size(), 1u);
+  EXPECT_EQ(chain.error()[0].pos.file, file);
+  EXPECT_EQ(chain.error()[0].pos.line, 0);
+  EXPECT_EQ(chain.error()[0].message, "cannot read chain file: No such file or directory");
+}
+
+TEST(LoadChain, TomlSyntaxError) {
+  Diagnostics errors = load_errors("syntax_error");
+  ASSERT_EQ(errors.size(), 1u);
+  expect_diagnostic(errors, chain_file("syntax_error"), 2, 15,
+                    "invalid TOML: error while parsing string: unescaped control characters");
+}
+
+TEST(LoadChain, UnknownKeys) {
+  Diagnostics errors = load_errors("unknown_keys");
+  std::string file = chain_file("unknown_keys");
+  EXPECT_EQ(errors.size(), 5u) << describe(errors);
+  expect_diagnostic(errors, file, 3, 1, "unknown key 'engin' in [chain]", "did you mean 'engine'?");
+  expect_diagnostic(errors, file, 8, 2, "unknown key 'stages' at the top level",
+                    "did you mean 'stage'?");
+  expect_diagnostic(errors, file, 13, 1, "unknown key 'dockerfle' in [[stage]]",
+                    "did you mean 'dockerfile'?");
+  expect_diagnostic(errors, file, 15, 1, "unknown key 'colour' in [[stage]]",
+                    "valid keys: name, dockerfile, context, target, tag, needs, build_args, "
+                    "secrets, attempts");
+  expect_diagnostic(errors, file, 6, 13, "unknown isolation 'chrot'", "did you mean 'chroot'?");
+  // Sorted top to bottom, the way an editor walks them.
+  EXPECT_EQ(errors.front().pos.line, 3);
+  EXPECT_EQ(errors.back().pos.line, 15);
+}
+
+TEST(LoadChain, WrongTypesAndRanges) {
+  Diagnostics errors = load_errors("bad_values");
+  std::string file = chain_file("bad_values");
+  EXPECT_EQ(errors.size(), 12u) << describe(errors);
+  expect_diagnostic(errors, file, 2, 8, "chain name 'Bad Name' is not valid", "lower-case");
+  expect_diagnostic(errors, file, 3, 10, "unsupported engine 'podman'",
+                    "supported engines: buildah");
+  expect_diagnostic(errors, file, 6, 13, "unknown isolation 'vm'",
+                    "use one of: chroot, oci, rootless");
+  expect_diagnostic(errors, file, 9, 12, "'attempts' in [defaults] must be at least 1, not 0");
+  expect_diagnostic(errors, file, 10, 14,
+                    "'cooldown_s' in [defaults] must be a number of seconds, not a string");
+  expect_diagnostic(errors, file, 11, 18,
+                    "'cooldown_max_s' in [defaults] must be 0 or more, not -1");
+  expect_diagnostic(errors, file, 15, 12, "'patterns' in [[transient]] is empty");
+  expect_diagnostic(errors, file, 16, 27,
+                    "'retry_despite_identical' in [[transient]] must be a boolean, not a string");
+  expect_diagnostic(errors, file, 19, 8, "stage name '1st' is not valid", "FROM <name>");
+  expect_diagnostic(errors, file, 21, 12,
+                    "'attempts' in [[stage]] must be an integer, not a float");
+  expect_diagnostic(errors, file, 22, 9, "'needs' in [[stage]] must be an array, not a string");
+  expect_diagnostic(errors, file, 23, 10, "'target' in [[stage]] must be a string, not an integer");
+}
+
+TEST(LoadChain, CooldownMaxBelowCooldown) {
+  Diagnostics errors = load_errors("cooldown_order");
+  ASSERT_EQ(errors.size(), 1u) << describe(errors);
+  expect_diagnostic(errors, chain_file("cooldown_order"), 6, 18,
+                    "'cooldown_max_s' in [defaults] (4.5) is below 'cooldown_s' (10)",
+                    "raise cooldown_max_s to at least 10");
+}
+
+TEST(LoadChain, MissingRequiredKeysPointAtTheTable) {
+  Diagnostics errors = load_errors("missing_required");
+  std::string file = chain_file("missing_required");
+  EXPECT_EQ(errors.size(), 5u) << describe(errors);
+  expect_diagnostic(errors, file, 1, 1, "missing required key 'name' in [chain]");
+  expect_diagnostic(errors, file, 4, 1, "missing required key 'name' in [[transient]]");
+  expect_diagnostic(errors, file, 7, 1, "missing required key 'name' in [[stage]]");
+  expect_diagnostic(errors, file, 10, 1, "missing required key 'dockerfile' in [[stage]]",
+                    "add dockerfile = ...");
+  expect_diagnostic(errors, file, 12, 12, "missing required key 'id' in a secret of [[stage]]");
+}
+
+TEST(LoadChain, MissingTables) {
+  Diagnostics errors = load_errors("no_tables");
+  std::string file = chain_file("no_tables");
+  EXPECT_EQ(errors.size(), 2u) << describe(errors);
+  expect_diagnostic(errors, file, 1, 1, "missing required table [chain]");
+  expect_diagnostic(errors, file, 1, 1, "missing required table [[stage]]");
+}
+
+TEST(LoadChain, MissingFilesNameTheWrittenAndResolvedPath) {
+  Diagnostics errors = load_errors("missing_files");
+  std::string file = chain_file("missing_files");
+  const fs::path dir = k_chains / "missing_files";
+  EXPECT_EQ(errors.size(), 6u) << describe(errors);
+  expect_diagnostic(errors, file, 3, 12,
+                    "versions file 'pins.env' does not exist (resolved to " +
+                        (dir / "pins.env").string() + ")");
+  expect_diagnostic(errors, file, 7, 14,
+                    "dockerfile 'docker/Dockerfile' does not exist (resolved to " +
+                        (dir / "docker" / "Dockerfile").string() + ")",
+                    "relative path starts from the chain file's folder");
+  expect_diagnostic(errors, file, 8, 11,
+                    "context 'ctx' does not exist (resolved to " + (dir / "ctx").string() + ")");
+  expect_diagnostic(errors, file, 9, 33,
+                    "secret file 'keys/id_rsa' does not exist (resolved to " +
+                        (dir / "keys" / "id_rsa").string() + ")");
+  expect_diagnostic(errors, file, 13, 14,
+                    "dockerfile '.' is not a regular file (resolved to " + dir.string() + ")");
+  expect_diagnostic(errors, file, 14, 11,
+                    "context 'chain.toml' is not a directory (resolved to " +
+                        (dir / "chain.toml").string() + ")");
+}
+
+TEST(LoadChain, UnknownNeeds) {
+  Diagnostics errors = load_errors("needs");
+  std::string file = chain_file("needs");
+  EXPECT_EQ(errors.size(), 3u) << describe(errors);
+  expect_diagnostic(errors, file, 11, 10, "unknown stage 'bsae' in needs", "did you mean 'base'?");
+  expect_diagnostic(errors, file, 11, 26, "unknown stage 'zzzzzz' in needs", "stages: base, app");
+  expect_diagnostic(errors, file, 11, 36,
+                    "each of 'needs' in [[stage]] must be a stage name, not an integer");
+}
+
+TEST(LoadChain, DuplicateStageName) {
+  Diagnostics errors = load_errors("duplicate_stage");
+  std::string file = chain_file("duplicate_stage");
+  EXPECT_EQ(errors.size(), 2u) << describe(errors);
+  expect_diagnostic(errors, file, 13, 10, "duplicate stage name 'a'",
+                    "the first stage named 'a' is on line 5");
+  expect_diagnostic(errors, file, 9, 8, "stage name 'App' is not valid");
+}
+
+TEST(LoadChain, DependencyCycles) {
+  Diagnostics errors = load_errors("cycles");
+  std::string file = chain_file("cycles");
+  ASSERT_EQ(errors.size(), 2u) << describe(errors);
+  EXPECT_EQ(errors[0].message, "dependency cycle: a -> b -> c -> a");
+  EXPECT_EQ(errors[0].pos.line, 17);
+  EXPECT_EQ(errors[0].pos.column, 18);
+  EXPECT_EQ(errors[1].message, "dependency cycle: self -> self");
+  EXPECT_EQ(errors[1].pos.line, 22);
+  EXPECT_EQ(errors[1].pos.column, 10);
+}
+
+TEST(LoadChain, BuildArgKeysAndValues) {
+  Diagnostics errors = load_errors("build_args");
+  std::string file = chain_file("build_args");
+  EXPECT_EQ(errors.size(), 7u) << describe(errors);
+  const std::string invalid = "is not a valid ARG name and would never reach the build";
+  const std::string allowed = "letters, digits and '_', and does not start with a digit";
+  expect_diagnostic(errors, file, 7, 16, "build arg 'FOO-BAR' " + invalid, allowed);
+  expect_diagnostic(errors, file, 7, 33, "build arg '1X' " + invalid, allowed);
+  expect_diagnostic(errors, file, 7, 45, "build arg 'A B' " + invalid, allowed);
+  expect_diagnostic(errors, file, 14, 1, "build arg 'lower-case' " + invalid, allowed);
+  expect_diagnostic(errors, file, 7, 66, "build arg 'COUNT' must be a string, not an integer",
+                    "quote it: COUNT = \"4\"");
+  expect_diagnostic(errors, file, 15, 8, "build arg 'FLAG' must be a string, not a boolean",
+                    "quote it: FLAG = \"true\"");
+  expect_diagnostic(errors, file, 7, 83,
+                    "build arg 'UNUSED' is not declared with ARG in a.Dockerfile",
+                    "declare 'ARG UNUSED' in a.Dockerfile or remove it");
+}
+
+TEST(LoadChain, VersionsFileProblems) {
+  Diagnostics errors = load_errors("versions_errors");
+  std::string file = (k_chains / "versions_errors" / "bad.env").string();
+  EXPECT_EQ(errors.size(), 4u) << describe(errors);
+  expect_diagnostic(errors, file, 3, 10, "'BAD-KEY' is not a valid variable name");
+  expect_diagnostic(errors, file, 4, 1, "expected KEY=VALUE but the line has no '='");
+  expect_diagnostic(errors, file, 5, 1, "duplicate key 'GOOD' in versions file",
+                    "'GOOD' is first set on line 2");
+  expect_diagnostic(errors, file, 6, 1, "'1X' is not a valid variable name");
+}
+
+TEST(LoadChain, BadRegexInTransientPattern) {
+  Diagnostics errors = load_errors("bad_regex");
+  std::string file = chain_file("bad_regex");
+  EXPECT_EQ(errors.size(), 3u) << describe(errors);
+  expect_diagnostic(errors, file, 6, 21,
+                    "invalid regular expression '(unclosed': ", "ECMAScript regular expressions");
+  expect_diagnostic(errors, file, 6, 34, "invalid regular expression '[z-a]': ");
+  expect_diagnostic(errors, file, 6, 43,
+                    "each of 'patterns' in [[transient]] must be a string, not an integer");
+}
+
+TEST(LoadChain, Secrets) {
+  Diagnostics errors = load_errors("secrets");
+  std::string file = chain_file("secrets");
+  EXPECT_EQ(errors.size(), 8u) << describe(errors);
+  expect_diagnostic(errors, file, 8, 40, "a secret takes 'env' or 'file', not both");
+  expect_diagnostic(errors, file, 10, 10, "secret id 'bad id' is not valid");
+  expect_diagnostic(errors, file, 10, 26, "'1TOKEN' is not a valid environment variable name");
+  expect_diagnostic(errors, file, 11, 17, "unknown key 'evn' in a secret of [[stage]]",
+                    "did you mean 'env'?");
+  expect_diagnostic(errors, file, 12, 10, "duplicate secret id 'dup' in stage 'a'");
+  expect_diagnostic(errors, file, 13, 3,
+                    "each of 'secrets' in [[stage]] must be a table, not a string");
+  // Both `{ id = "neither" }` and the misspelt `evn` leave a secret with no source.
+  int no_source = 0;
+  for (const auto& error : errors) {
+    if (error.message == "a secret needs 'env' or 'file'") {
+      EXPECT_EQ(error.pos.column, 3);
+      EXPECT_TRUE(error.pos.line == 9 || error.pos.line == 11) << error.pos.line;
+      ++no_source;
+    }
+  }
+  EXPECT_EQ(no_source, 2);
+}
+
+} // namespace
+} // namespace kiln
