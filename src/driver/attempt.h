@@ -36,13 +36,14 @@ using Tail = std::vector<std::string>;
 constexpr size_t k_failure_tail_lines = 60;
 
 /// Remove what differs between two runs of the same failure and says nothing about it:
-/// per-line elapsed-time prefixes (`#12 3.456 `), timestamps, durations, hex ids and uuids.
+/// per-line elapsed-time prefixes (`#12 3.456 ` -> `#12 `), timestamps (-> `<time>`), durations
+/// (-> `<dur>`), uuids and hex runs of 12+ characters (-> `<id>`).
 std::string normalise_line(const std::string& line);
 
 /// Classify the failure of attempt `attempt` (1-based) of a budget of `budget`, given this
 /// attempt's failing tail and the previous attempt's (nullopt on the first attempt).
 /// `classes` are tried in order; within the tail, the last matching line wins (it is the one
-/// closest to the failure).
+/// closest to the failure). An invalid pattern throws std::regex_error.
 FailureVerdict classify_failure(const Tail& tail, const std::optional<Tail>& previous_tail,
                                 int attempt, int budget,
                                 const std::vector<TransientClass>& classes);

@@ -1,0 +1,162 @@
+#include "driver/attempt.h"
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+
+#include <fmt/format.h>
+
+namespace kiln {
+
+const std::vector<TransientClass>& builtin_transient_classes() {
+  // Messages as the engines and Go's net/http print them. Recorded from buildah 1.28.2: a failed
+  // /v2/ ping says `503 (Service Unavailable)`, a failed manifest read `503 Service Unavailable`,
+  // and a 429 without an error body `StatusCode: 429, `.
+  static const std::vector<TransientClass> k_classes = {
+      {"registry-network",
+       {"i/o timeout", "TLS handshake timeout", "connection reset by peer", "unexpected EOF",
+        R"(502 \(?Bad Gateway)", R"(503 \(?Service Unavailable)", R"(504 \(?Gateway Timeout)",
+        R"(429 \(?Too Many Requests)", "StatusCode: 429,", "toomanyrequests",
+        "net/http: request canceled", "http2: server sent GOAWAY"}},
+      {"engine-session",
+       {"no active session", "httpReadSeeker", "DeadlineExceeded", "context deadline exceeded"}},
+      {"storage-contention", {"layer not known", "database is locked", "device or resource busy"}},
+      // Measured to go green on a later attempt even when the tail is identical. The checksum
+      // error ending in `"<path>": not found` is a file missing from the context, found at parse
+      // time: it fails the same way every time.
+      {"snapshot-mount",
+       {"failed to mount", R"(failed to calculate checksum of ref (?!.*": not found))"},
+       true},
+  };
+  return k_classes;
+}
+
+const char* verdict_name(Verdict verdict) {
+  switch (verdict) {
+  case Verdict::retry:
+    return "retry";
+  case Verdict::permanent:
+    return "permanent";
+  case Verdict::refused_identical:
+    return "refused-identical";
+  case Verdict::exhausted:
+    return "exhausted";
+  }
+  return "unknown";
+}
+
+std::string normalise_line(const std::string& line) {
+  // BuildKit plain progress: `#5 0.254 hello`; the vertex number stays, it names the step.
+  static const std::regex k_elapsed(R"(^(#\d+) \d+\.\d+( |$))");
+  static const std::regex k_timestamp(
+      R"(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?)");
+  static const std::regex k_clock(R"(\b\d{2}:\d{2}:\d{2}(\.\d+)?\b)");
+  // Before hex runs: a uuid's last group alone is a 12-digit hex run.
+  static const std::regex k_uuid(
+      R"(\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)");
+  static const std::regex k_hex_run(R"(\b[0-9a-fA-F]{12,}\b)");
+  static const std::regex k_duration(R"(\b(\d+(\.\d+)?(ns|us|µs|ms|h|m|s))+\b)");
+
+  std::string result = std::regex_replace(line, k_elapsed, "$1$2");
+  result = std::regex_replace(result, k_timestamp, "<time>");
+  result = std::regex_replace(result, k_clock, "<time>");
+  result = std::regex_replace(result, k_uuid, "<id>");
+  result = std::regex_replace(result, k_hex_run, "<id>");
+  return std::regex_replace(result, k_duration, "<dur>");
+}
+
+namespace {
+
+// What classification and the identical check read: the last k_failure_tail_lines lines,
+// trailing blank lines dropped (whether an engine ends with one says nothing).
+Tail failure_window(const Tail& tail) {
+  auto end = tail.end();
+  while (end != tail.begin() && (end - 1)->find_first_not_of(" \t\r") == std::string::npos) {
+    --end;
+  }
+  const size_t size = std::min(static_cast<size_t>(end - tail.begin()), k_failure_tail_lines);
+  return Tail(end - static_cast<std::ptrdiff_t>(size), end);
+}
+
+bool same_failure(const Tail& tail, const Tail& previous) {
+  return std::equal(tail.begin(), tail.end(), previous.begin(), previous.end(),
+                    [](const std::string& line, const std::string& previous_line) {
+                      return normalise_line(line) == normalise_line(previous_line);
+                    });
+}
+
+// The last line of `window` that matches one of `transient`'s patterns, or nullptr.
+const std::string* last_match(const Tail& window, const TransientClass& transient) {
+  std::vector<std::regex> patterns;
+  for (const std::string& pattern : transient.patterns) {
+    patterns.emplace_back(pattern);
+  }
+  for (auto line = window.rbegin(); line != window.rend(); ++line) {
+    for (const std::regex& pattern : patterns) {
+      if (std::regex_search(*line, pattern)) {
+        return &*line;
+      }
+    }
+  }
+  return nullptr;
+}
+
+} // namespace
+
+FailureVerdict classify_failure(const Tail& tail, const std::optional<Tail>& previous_tail,
+                                int attempt, int budget,
+                                const std::vector<TransientClass>& classes) {
+  const Tail window = failure_window(tail);
+  FailureVerdict result;
+  const TransientClass* transient = nullptr;
+  for (const TransientClass& candidate : classes) {
+    if (const std::string* line = last_match(window, candidate)) {
+      transient = &candidate;
+      result.class_name = candidate.name;
+      result.matched_line = *line;
+      break;
+    }
+  }
+  if (transient == nullptr) {
+    result.verdict = Verdict::permanent;
+    result.reason = "no transient pattern matched; a script or compile failure is not retried";
+    return result;
+  }
+  if (attempt >= budget) {
+    result.verdict = Verdict::exhausted;
+    result.reason = fmt::format("transient failure (class '{}') on attempt {} of {}; the retry "
+                                "budget is used up",
+                                transient->name, attempt, budget);
+    return result;
+  }
+  const bool identical =
+      previous_tail.has_value() && same_failure(window, failure_window(*previous_tail));
+  if (identical && !transient->retry_despite_identical) {
+    result.verdict = Verdict::refused_identical;
+    result.reason = fmt::format("failed exactly as attempt {} did (class '{}'); a flake changes "
+                                "between attempts, this did not",
+                                attempt - 1, transient->name);
+    return result;
+  }
+  result.verdict = Verdict::retry;
+  // No "retrying as attempt N": the run loop says that, with the cooldown.
+  if (identical) {
+    result.reason = fmt::format("failed exactly as attempt {} did (class '{}'), retried anyway: "
+                                "this class clears on a later attempt",
+                                attempt - 1, transient->name);
+  } else {
+    result.reason = fmt::format("transient failure (class '{}')", transient->name);
+  }
+  return result;
+}
+
+double cooldown_before(int next_attempt, const RetryPolicy& policy) {
+  if (next_attempt <= 1) {
+    return 0;
+  }
+  // ldexp overflows to infinity rather than wrapping, and the cap then holds.
+  const double doubled = std::ldexp(policy.cooldown_s, next_attempt - 2);
+  return std::max(0.0, std::min(doubled, policy.cooldown_max_s));
+}
+
+} // namespace kiln

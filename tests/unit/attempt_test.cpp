@@ -1,0 +1,388 @@
+#include "driver/attempt.h"
+
+#include <fstream>
+#include <regex>
+
+#include <gtest/gtest.h>
+
+namespace kiln {
+namespace {
+
+const std::string k_buildkit = std::string(KILN_TEST_FIXTURES) + "/buildkit-v0.11.6/";
+const std::string k_buildah = std::string(KILN_TEST_FIXTURES) + "/buildah-1.28.2/";
+
+// A recorded output file as the driver hands it over: one entry per line, no newlines.
+Tail read_tail(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << "cannot read " << path;
+  Tail lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+const std::vector<TransientClass>& builtins() {
+  return builtin_transient_classes();
+}
+
+std::vector<TransientClass> with_builtins(std::vector<TransientClass> first) {
+  first.insert(first.end(), builtins().begin(), builtins().end());
+  return first;
+}
+
+// ---- the built-in table ----
+
+TEST(BuiltinTransientClasses, NamesInOrderAndOnlySnapshotMountRetriedDespiteIdentical) {
+  std::vector<std::string> names;
+  for (const TransientClass& transient : builtins()) {
+    names.push_back(transient.name);
+    EXPECT_EQ(transient.retry_despite_identical, transient.name == "snapshot-mount");
+    for (const std::string& pattern : transient.patterns) {
+      EXPECT_NO_THROW(std::regex{pattern}) << pattern;
+    }
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"registry-network", "engine-session",
+                                             "storage-contention", "snapshot-mount"}));
+}
+
+TEST(VerdictName, EveryVerdict) {
+  EXPECT_STREQ(verdict_name(Verdict::retry), "retry");
+  EXPECT_STREQ(verdict_name(Verdict::permanent), "permanent");
+  EXPECT_STREQ(verdict_name(Verdict::refused_identical), "refused-identical");
+  EXPECT_STREQ(verdict_name(Verdict::exhausted), "exhausted");
+}
+
+// ---- normalise_line ----
+
+TEST(NormaliseLine, RecordedBuildkitElapsedPrefixesKeepTheVertex) {
+  const Tail fresh = read_tail(k_buildkit + "build-fresh.stderr");
+  ASSERT_GE(fresh.size(), 26u);
+  ASSERT_EQ(fresh[19], "#0 0.061 hi line 1");
+  EXPECT_EQ(normalise_line(fresh[19]), "#0 hi line 1");
+  ASSERT_EQ(fresh[20], "#6 0.262 hi line 2");
+  EXPECT_EQ(normalise_line(fresh[20]), "#6 hi line 2");
+  ASSERT_EQ(fresh[25], "#6 DONE 1.1s");
+  EXPECT_EQ(normalise_line(fresh[25]), "#6 DONE <dur>");
+  // The same step of another recorded build, at another elapsed time.
+  const Tail other = read_tail(k_buildkit + "build-import-missing.stderr");
+  ASSERT_GE(other.size(), 26u);
+  ASSERT_EQ(fresh[24], "#6 1.069 warn: something");
+  ASSERT_EQ(other[25], "#6 1.063 warn: something");
+  EXPECT_EQ(normalise_line(fresh[24]), normalise_line(other[25]));
+  EXPECT_EQ(normalise_line("#6 0.262"), "#6");
+  // No vertex, no prefix.
+  EXPECT_EQ(normalise_line("0.254 hello"), "0.254 hello");
+}
+
+TEST(NormaliseLine, RecordedDigestsOfTwoBuildsBecomeEqual) {
+  const Tail fresh = read_tail(k_buildkit + "build-fresh.stderr");
+  const Tail other = read_tail(k_buildkit + "build-export-registry-unreachable.stderr");
+  ASSERT_GE(fresh.size(), 34u);
+  ASSERT_GE(other.size(), 27u);
+  ASSERT_EQ(fresh[33], "#8 exporting manifest "
+                       "sha256:496b2655b00f977776f2ea5b58703904e6776d9e775185154bef6adea9c44c93 "
+                       "done");
+  ASSERT_EQ(other[26], "#8 exporting manifest "
+                       "sha256:70176ad01b0679bde6cf2b14a32fb3a679c90373991b30b2c8f2293fa4c8fea4 "
+                       "done");
+  EXPECT_EQ(normalise_line(fresh[33]), "#8 exporting manifest sha256:<id> done");
+  EXPECT_EQ(normalise_line(other[26]), normalise_line(fresh[33]));
+  const Tail cached = read_tail(k_buildkit + "build-cached.stderr");
+  ASSERT_GE(cached.size(), 9u);
+  ASSERT_EQ(cached[8], "#3 importing cache manifest from local:10372194569593643710");
+  EXPECT_EQ(normalise_line(cached[8]), "#3 importing cache manifest from local:<id>");
+}
+
+TEST(NormaliseLine, RecordedBuildkitWarningWithTimestampAndTraceIds) {
+  const Tail tail = read_tail(k_buildkit + "build-import-missing.stderr");
+  ASSERT_FALSE(tail.empty());
+  EXPECT_EQ(normalise_line(tail.front()),
+            "time=\"<time>\" level=warning msg=\"local cache import at "
+            "/srv/kiln-fixtures/empty-nonexistent not found due to err: could not read "
+            "/srv/kiln-fixtures/empty-nonexistent/index.json: open "
+            "/srv/kiln-fixtures/empty-nonexistent/index.json: no such file or directory\" "
+            "spanID=<id> traceID=<id>");
+}
+
+TEST(NormaliseLine, RecordedBuildahRetryWarning) {
+  const Tail tail = read_tail(k_buildah + "build-registry-reset-1.combined");
+  ASSERT_GE(tail.size(), 3u);
+  EXPECT_EQ(normalise_line(tail[2]),
+            "time=\"<time>\" level=warning msg=\"Failed, retrying in <dur> ... (1/3). Error: "
+            "initializing source docker://127.0.0.1:5523/kiln/flaky:1: pinging container registry "
+            "127.0.0.1:5523: Get \\\"http://127.0.0.1:5523/v2/\\\": read tcp "
+            "127.0.0.1:53874->127.0.0.1:5523: read: connection reset by peer\"");
+}
+
+TEST(NormaliseLine, TimestampsAndClockTimes) {
+  EXPECT_EQ(normalise_line("at 2026-12-02T13:46:13Z"), "at <time>");
+  EXPECT_EQ(normalise_line("at 2023-05-26T14:52:12.123456789+02:00 x"), "at <time> x");
+  EXPECT_EQ(normalise_line("at 2023-05-26 14:52:12.5 x"), "at <time> x");
+  EXPECT_EQ(normalise_line("[14:08:18] pulling"), "[<time>] pulling");
+  EXPECT_EQ(normalise_line("14:08:18.250 pulling"), "<time> pulling");
+}
+
+TEST(NormaliseLine, GoDurations) {
+  EXPECT_EQ(normalise_line("retrying in 1.5s"), "retrying in <dur>");
+  EXPECT_EQ(normalise_line("took 250ms, then 1m2.5s, then 3h"),
+            "took <dur>, then <dur>, then <dur>");
+  EXPECT_EQ(normalise_line("slept 40µs"), "slept <dur>");
+  // Sizes and versions are not durations.
+  EXPECT_EQ(normalise_line("#3 transferring context: 1.98MB 0.0s done"),
+            "#3 transferring context: 1.98MB <dur> done");
+  EXPECT_EQ(normalise_line("buildah version 1.28.2"), "buildah version 1.28.2");
+}
+
+TEST(NormaliseLine, UuidsAndHexRuns) {
+  // Session-scoped ref id as BuildKit prints it (docker/buildx#1075 style).
+  EXPECT_EQ(normalise_line("ref ebeaf7c5-4946-4b7e-a9f8-8dd2197c5258::m2yz7n9ekc0ar3hfxaj0ohwo4"),
+            "ref <id>::m2yz7n9ekc0ar3hfxaj0ohwo4");
+  EXPECT_EQ(normalise_line("edd3fecb6f7f42e04e1369b2d08e2bb268013095c0d7696a7b890a54a5b34689"),
+            "<id>");
+  // buildah's 11-character short id is below the 12-character floor.
+  EXPECT_EQ(normalise_line("--> 000828b76f7"), "--> 000828b76f7");
+}
+
+TEST(NormaliseLine, DifferentErrorsStayDifferent) {
+  EXPECT_NE(normalise_line("#0 0.057 error: compile failed in foo.c"),
+            normalise_line("#0 0.057 error: compile failed in bar.c"));
+  EXPECT_NE(normalise_line("did not complete successfully: exit code: 3"),
+            normalise_line("did not complete successfully: exit code: 2"));
+  EXPECT_NE(normalise_line("invalid status code from registry 503 (Service Unavailable)"),
+            normalise_line("invalid status code from registry 502 (Bad Gateway)"));
+}
+
+// ---- classify_failure: permanent ----
+
+TEST(ClassifyFailure, RecordedBuildkitRunFailureIsPermanent) {
+  const Tail tail = read_tail(k_buildkit + "build-fail-run.stderr");
+  const FailureVerdict verdict = classify_failure(tail, std::nullopt, 1, 3, builtins());
+  EXPECT_EQ(verdict.verdict, Verdict::permanent);
+  EXPECT_EQ(verdict.class_name, "");
+  EXPECT_EQ(verdict.matched_line, "");
+  EXPECT_EQ(verdict.reason,
+            "no transient pattern matched; a script or compile failure is not retried");
+}
+
+TEST(ClassifyFailure, RecordedBuildahRunFailureIsPermanent) {
+  const Tail tail = read_tail(k_buildah + "build-fail-run.combined");
+  ASSERT_FALSE(tail.empty());
+  EXPECT_EQ(classify_failure(tail, tail, 2, 3, builtins()).verdict, Verdict::permanent);
+}
+
+TEST(ClassifyFailure, RecordedConnectionRefusedIsNotBuiltinTransient) {
+  // A registry that refuses connections is a wrong address, not a flake.
+  const Tail tail = read_tail(k_buildkit + "build-export-registry-unreachable.stderr");
+  EXPECT_EQ(classify_failure(tail, std::nullopt, 1, 3, builtins()).verdict, Verdict::permanent);
+}
+
+TEST(ClassifyFailure, ChecksumOfMissingFileIsPermanent) {
+  // As reported in docker/buildx#1075: a COPY source missing from the context.
+  const Tail tail = {"error: failed to solve: failed to compute cache key: failed to calculate "
+                     "checksum of ref vseuhyvqn4l8k1dz9mg7kjmgb::d29fvtefjg5fqipg4a6jo3lrp: "
+                     "\"/dist/kubernetes-ingress_linux_amd64/nginx-ingress\": not found"};
+  const FailureVerdict verdict = classify_failure(tail, std::nullopt, 1, 3, builtins());
+  EXPECT_EQ(verdict.verdict, Verdict::permanent);
+  EXPECT_EQ(verdict.class_name, "");
+}
+
+// ---- classify_failure: retry and refused-identical ----
+
+TEST(ClassifyFailure, FirstRecordedRegistryFlakeIsRetried) {
+  const Tail tail = read_tail(k_buildah + "build-registry-ping-503-1.combined");
+  const FailureVerdict verdict = classify_failure(tail, std::nullopt, 1, 3, builtins());
+  EXPECT_EQ(verdict.verdict, Verdict::retry);
+  EXPECT_EQ(verdict.class_name, "registry-network");
+  EXPECT_EQ(verdict.matched_line, tail.back());
+  EXPECT_EQ(verdict.reason, "transient failure (class 'registry-network')");
+}
+
+TEST(ClassifyFailure, RecordedBuildahStatusFormsAreRegistryNetwork) {
+  for (const char* name :
+       {"build-registry-ping-503-1", "build-registry-manifest-503", "build-registry-429-1",
+        "build-registry-429-bare", "build-registry-reset-1"}) {
+    const Tail tail = read_tail(k_buildah + name + ".combined");
+    const FailureVerdict verdict = classify_failure(tail, std::nullopt, 1, 3, builtins());
+    EXPECT_EQ(verdict.class_name, "registry-network") << name;
+    EXPECT_EQ(verdict.matched_line, tail.back()) << name;
+  }
+}
+
+TEST(ClassifyFailure, TwoRecordedAttemptsDifferingOnlyInTimestampsAreRefused) {
+  // Two real buildah runs against a registry answering 429: the retry warnings' timestamps
+  // differ, nothing else does.
+  const Tail first = read_tail(k_buildah + "build-registry-429-1.combined");
+  const Tail second = read_tail(k_buildah + "build-registry-429-2.combined");
+  ASSERT_NE(first, second);
+  const FailureVerdict verdict = classify_failure(second, first, 2, 3, builtins());
+  EXPECT_EQ(verdict.verdict, Verdict::refused_identical);
+  EXPECT_EQ(verdict.class_name, "registry-network");
+  EXPECT_EQ(verdict.matched_line, second.back());
+  EXPECT_EQ(verdict.reason, "failed exactly as attempt 1 did (class 'registry-network'); a flake "
+                            "changes between attempts, this did not");
+}
+
+TEST(ClassifyFailure, TwoRecordedIdenticalAttemptsAreRefused) {
+  const Tail first = read_tail(k_buildah + "build-registry-ping-503-1.combined");
+  const Tail second = read_tail(k_buildah + "build-registry-ping-503-2.combined");
+  EXPECT_EQ(classify_failure(second, first, 2, 3, builtins()).verdict, Verdict::refused_identical);
+}
+
+TEST(ClassifyFailure, TrailingBlankLinesDoNotMakeATailDifferent) {
+  const Tail first = read_tail(k_buildah + "build-registry-ping-503-1.combined");
+  Tail second = first;
+  second.push_back("");
+  second.push_back("  ");
+  EXPECT_EQ(classify_failure(second, first, 2, 3, builtins()).verdict, Verdict::refused_identical);
+}
+
+TEST(ClassifyFailure, ElapsedPrefixesAndDigestsDoNotMakeATailDifferent) {
+  // Recorded failures against themselves with every elapsed time and digest changed as a rerun
+  // changes them (the changes are derived here, not recorded). The classes are chain-file ones:
+  // no built-in class matches these failures.
+  const auto rerun = [](Tail tail) {
+    for (std::string& line : tail) {
+      line = std::regex_replace(line, std::regex(R"(^(#\d+) \d+\.\d+ )"), "$1 9.876 ");
+      line = std::regex_replace(line, std::regex("3907e4cb0dc8"), "aaaabbbbcccc");
+    }
+    return tail;
+  };
+  const Tail run = read_tail(k_buildkit + "build-fail-run.stderr");
+  ASSERT_NE(rerun(run), run);
+  const std::vector<TransientClass> exit_3 = {{"exit-3", {"exit code: 3$"}}};
+  EXPECT_EQ(classify_failure(rerun(run), run, 2, 3, exit_3).verdict, Verdict::refused_identical);
+
+  const Tail push = read_tail(k_buildkit + "build-export-registry-unreachable.stderr");
+  ASSERT_NE(rerun(push), push);
+  const std::vector<TransientClass> refused = {{"registry-refused", {"connection refused"}}};
+  EXPECT_EQ(classify_failure(rerun(push), push, 2, 3, refused).verdict, Verdict::refused_identical);
+}
+
+TEST(ClassifyFailure, ADifferentErrorOfTheSameClassIsRetried) {
+  // Real runs: the registry first fails its ping, then a manifest read.
+  const Tail first = read_tail(k_buildah + "build-registry-ping-503-1.combined");
+  const Tail second = read_tail(k_buildah + "build-registry-manifest-503.combined");
+  const FailureVerdict verdict = classify_failure(second, first, 2, 3, builtins());
+  EXPECT_EQ(verdict.verdict, Verdict::retry);
+  EXPECT_EQ(verdict.reason, "transient failure (class 'registry-network')");
+}
+
+TEST(ClassifyFailure, EphemeralPortsAreNotNormalisedAway) {
+  // Two real runs against a resetting registry differ in their local ports, which
+  // normalise_line leaves alone: the second failure is retried.
+  const Tail first = read_tail(k_buildah + "build-registry-reset-1.combined");
+  const Tail second = read_tail(k_buildah + "build-registry-reset-2.combined");
+  EXPECT_EQ(classify_failure(second, first, 2, 3, builtins()).verdict, Verdict::retry);
+}
+
+TEST(ClassifyFailure, SnapshotMountIsRetriedDespiteAnIdenticalTail) {
+  // As reported in docker/build-push-action#937: a walk of a mount that went away mid-build.
+  const Tail tail = {"#12 ERROR: failed to calculate checksum of ref "
+                     "sskfjkf86ntslfbvad7pfphx5::rf06xaafkysvr9wmnmknn2uff: failed to walk "
+                     "/tmp/buildkit-mount3059587245/config: lstat "
+                     "/tmp/buildkit-mount3059587245/config: no such file or directory"};
+  const FailureVerdict verdict = classify_failure(tail, tail, 2, 3, builtins());
+  EXPECT_EQ(verdict.verdict, Verdict::retry);
+  EXPECT_EQ(verdict.class_name, "snapshot-mount");
+  EXPECT_EQ(verdict.matched_line, tail.front());
+  EXPECT_EQ(verdict.reason, "failed exactly as attempt 1 did (class 'snapshot-mount'), retried "
+                            "anyway: this class clears on a later attempt");
+
+  const Tail mount = {"failed to solve: failed to mount /tmp/buildkit-mount850435638: "
+                      "[{Type:bind Source:/tmp/img/runc/native/snapshots/snapshots/2 "
+                      "Options:[ro rbind]}]: operation not permitted"};
+  EXPECT_EQ(classify_failure(mount, mount, 2, 3, builtins()).verdict, Verdict::retry);
+}
+
+// ---- classify_failure: exhausted ----
+
+TEST(ClassifyFailure, LastAttemptIsExhausted) {
+  const Tail first = read_tail(k_buildah + "build-registry-ping-503-1.combined");
+  const Tail second = read_tail(k_buildah + "build-registry-manifest-503.combined");
+  const FailureVerdict verdict = classify_failure(second, first, 3, 3, builtins());
+  EXPECT_EQ(verdict.verdict, Verdict::exhausted);
+  EXPECT_EQ(verdict.class_name, "registry-network");
+  EXPECT_EQ(verdict.reason, "transient failure (class 'registry-network') on attempt 3 of 3; the "
+                            "retry budget is used up");
+  // Exhaustion outranks an identical tail: the budget is the harder stop.
+  EXPECT_EQ(classify_failure(first, first, 3, 3, builtins()).verdict, Verdict::exhausted);
+  EXPECT_EQ(classify_failure(first, std::nullopt, 1, 1, builtins()).verdict, Verdict::exhausted);
+}
+
+// ---- chain-file classes ----
+
+TEST(ClassifyFailure, ChainFileClassMatchesARecordedFailure) {
+  const Tail tail = read_tail(k_buildkit + "build-export-registry-unreachable.stderr");
+  const FailureVerdict verdict = classify_failure(
+      tail, std::nullopt, 1, 3, with_builtins({{"registry-refused", {"connection refused"}}}));
+  EXPECT_EQ(verdict.verdict, Verdict::retry);
+  EXPECT_EQ(verdict.class_name, "registry-refused");
+  // Two lines match; the last one, closest to the failure, is quoted verbatim.
+  EXPECT_EQ(verdict.matched_line, tail.back());
+  EXPECT_EQ(verdict.matched_line.rfind("error: failed to solve: error writing layer blob", 0), 0u);
+}
+
+TEST(ClassifyFailure, ClassOrderDecides) {
+  const Tail first = read_tail(k_buildah + "build-registry-429-1.combined");
+  const Tail second = read_tail(k_buildah + "build-registry-429-2.combined");
+  const TransientClass rate_limit{"rate-limit", {"toomanyrequests"}, true};
+
+  std::vector<TransientClass> after = builtins();
+  after.push_back(rate_limit);
+  const FailureVerdict builtin_first = classify_failure(second, first, 2, 3, after);
+  EXPECT_EQ(builtin_first.class_name, "registry-network");
+  EXPECT_EQ(builtin_first.verdict, Verdict::refused_identical);
+
+  const FailureVerdict chain_first =
+      classify_failure(second, first, 2, 3, with_builtins({rate_limit}));
+  EXPECT_EQ(chain_first.class_name, "rate-limit");
+  EXPECT_EQ(chain_first.verdict, Verdict::retry);
+}
+
+TEST(ClassifyFailure, LastMatchingLineAcrossPatternsIsQuoted) {
+  const Tail tail = {"layer not known", "database is locked", "a later unrelated line", ""};
+  const FailureVerdict verdict = classify_failure(tail, std::nullopt, 1, 3, builtins());
+  EXPECT_EQ(verdict.class_name, "storage-contention");
+  EXPECT_EQ(verdict.matched_line, "database is locked");
+}
+
+TEST(ClassifyFailure, OnlyTheTailWindowIsRead) {
+  Tail tail = {"layer not known"};
+  tail.insert(tail.end(), k_failure_tail_lines, "error: compile failed in foo.c");
+  EXPECT_EQ(classify_failure(tail, std::nullopt, 1, 3, builtins()).verdict, Verdict::permanent);
+  tail.erase(tail.begin() + 1);
+  EXPECT_EQ(classify_failure(tail, std::nullopt, 1, 3, builtins()).verdict, Verdict::retry);
+}
+
+// ---- cooldown_before ----
+
+TEST(CooldownBefore, DefaultPolicyDoublesFromFiveAndCapsAtSixty) {
+  const RetryPolicy policy;
+  EXPECT_EQ(cooldown_before(0, policy), 0);
+  EXPECT_EQ(cooldown_before(1, policy), 0);
+  EXPECT_EQ(cooldown_before(2, policy), 5);
+  EXPECT_EQ(cooldown_before(3, policy), 10);
+  EXPECT_EQ(cooldown_before(4, policy), 20);
+  EXPECT_EQ(cooldown_before(5, policy), 40);
+  EXPECT_EQ(cooldown_before(6, policy), 60);
+  EXPECT_EQ(cooldown_before(7, policy), 60);
+  EXPECT_EQ(cooldown_before(100000, policy), 60);
+}
+
+TEST(CooldownBefore, FieldGitClonePolicyCapsAtThirty) {
+  const RetryPolicy policy{3, 10, 30};
+  EXPECT_EQ(cooldown_before(2, policy), 10);
+  EXPECT_EQ(cooldown_before(3, policy), 20);
+  EXPECT_EQ(cooldown_before(4, policy), 30);
+}
+
+TEST(CooldownBefore, NeverNegative) {
+  EXPECT_EQ(cooldown_before(2, RetryPolicy{3, -5, 60}), 0);
+  EXPECT_EQ(cooldown_before(3, RetryPolicy{3, 5, -1}), 0);
+  EXPECT_EQ(cooldown_before(-4, RetryPolicy{}), 0);
+}
+
+} // namespace
+} // namespace kiln
