@@ -58,15 +58,27 @@ BuildRequest request_for(const Chain& chain, const Stage& stage, const KeyValues
   return request;
 }
 
+std::string error_line(const std::string& message) {
+  return "kiln: error: " + message + "\n";
+}
+
+/// Print every problem; true when there were none.
+bool report(const std::vector<std::string>& problems, std::FILE* errors) {
+  for (const auto& problem : problems) {
+    std::fputs(problem.c_str(), errors);
+  }
+  return problems.empty();
+}
+
 /// Everything wrong with the request that would otherwise surface mid-run.
 std::vector<std::string> check_request(const std::vector<const Stage*>& stages,
                                        const RunOptions& options) {
   std::vector<std::string> problems;
   for (const auto& [key, value] : options.build_arg_overrides) {
     if (!is_identifier(key)) {
-      problems.push_back(
+      problems.push_back(error_line(
           fmt::format("--build-arg {}={}: '{}' is not a valid ARG name; use letters, digits and _",
-                      key, value, key));
+                      key, value, key)));
       continue;
     }
     bool declared = false;
@@ -76,10 +88,10 @@ std::vector<std::string> check_request(const std::vector<const Stage*>& stages,
       }
     }
     if (!declared) {
-      problems.push_back(fmt::format(
-          "--build-arg {}: no selected stage's Dockerfile declares ARG {}, so it would reach no "
-          "build; check the name or the selection",
-          key, key));
+      problems.push_back(error_line(
+          fmt::format("--build-arg {}: no selected stage's Dockerfile declares ARG {}, so it "
+                      "would reach no build; check the name or the selection",
+                      key, key)));
     }
   }
   for (const Stage* stage : stages) {
@@ -114,10 +126,10 @@ std::vector<std::string> check_outside_needs(const Chain& chain,
       const std::string& tag = chain.find_stage(need)->tag;
       checked[need] = engine.image_exists(tag);
       if (!checked[need]) {
-        problems.push_back(fmt::format(
-            "stage '{}' needs '{}', which this run does not build, and {} has no image {}; "
-            "build it first (kiln run --only {}) or widen the selection",
-            stage->name, need, engine.name(), tag, need));
+        problems.push_back(error_line(
+            fmt::format("stage '{}' needs '{}', which this run does not build, and {} has no "
+                        "image {}; build it first (kiln run --only {}) or widen the selection",
+                        stage->name, need, engine.name(), tag, need)));
       }
     }
   }
@@ -127,8 +139,16 @@ std::vector<std::string> check_outside_needs(const Chain& chain,
 struct AttemptOutcome {
   ProcessExit exit;
   BuildProgress progress;
-  Tail tail;
+  Tail evidence; // the last lines that say why it failed: what classification reads
+  Tail tail;     // the last lines as printed, for the console
 };
+
+void keep_last(std::deque<std::string>& lines, std::string_view line, size_t count) {
+  lines.emplace_back(line);
+  if (lines.size() > count) {
+    lines.pop_front();
+  }
+}
 
 AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
                            const std::filesystem::path& log_path, Console& console) {
@@ -138,11 +158,12 @@ AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
     outcome.exit.spawn_error = opened.error();
     return outcome;
   }
+  std::deque<std::string> evidence;
   std::deque<std::string> tail;
   LineSplitter lines([&](std::string_view line) {
-    tail.emplace_back(line);
-    if (tail.size() > k_failure_tail_lines) {
-      tail.pop_front();
+    keep_last(tail, line, k_console_tail_lines);
+    if (!engine.echoes_instruction(line)) {
+      keep_last(evidence, line, k_failure_tail_lines);
     }
     if (engine.update_progress(line, outcome.progress)) {
       console.stage_progress(outcome.progress);
@@ -158,8 +179,10 @@ AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
   lines.finish();
   if (!outcome.exit.spawn_error.empty()) {
     log.write("kiln: " + outcome.exit.spawn_error + "\n");
-    tail.push_back(outcome.exit.spawn_error);
+    keep_last(tail, outcome.exit.spawn_error, k_console_tail_lines);
+    keep_last(evidence, outcome.exit.spawn_error, k_failure_tail_lines);
   }
+  outcome.evidence.assign(evidence.begin(), evidence.end());
   outcome.tail.assign(tail.begin(), tail.end());
   return outcome;
 }
@@ -257,7 +280,7 @@ Run::StageEnd Run::build_stage(const Stage& stage, int index, int count) {
     }
 
     FailureVerdict verdict =
-        classify_failure(outcome.tail, previous_tail, n, stage.attempts, classes);
+        classify_failure(outcome.evidence, previous_tail, n, stage.attempts, classes);
     a.verdict = verdict_name(verdict.verdict);
     a.transient_class = verdict.class_name;
     a.matched_line = verdict.matched_line;
@@ -275,9 +298,7 @@ Run::StageEnd Run::build_stage(const Stage& stage, int index, int count) {
       m_folder.log(failed);
       m_console.stage_finished(
           fmt::format("failed after {}: {}", human_duration(a.seconds), verdict.reason));
-      size_t shown = std::min(outcome.tail.size(), k_console_tail_lines);
-      m_console.failure_tail(
-          Tail(outcome.tail.end() - static_cast<long>(shown), outcome.tail.end()), log_path);
+      m_console.failure_tail(outcome.tail, log_path);
       return StageEnd::failed;
     }
     double cooldown = cooldown_before(n + 1, m_chain.defaults);
@@ -286,7 +307,7 @@ Run::StageEnd Run::build_stage(const Stage& stage, int index, int count) {
                                          stage.attempts, verdict.class_name, verdict.matched_line,
                                          human_duration(cooldown)));
     save();
-    previous_tail = std::move(outcome.tail);
+    previous_tail = std::move(outcome.evidence);
     if (!sleep_unless_interrupted(std::chrono::milliseconds(static_cast<long>(cooldown * 1000)))) {
       m_folder.log(fmt::format("stage {}: interrupted during the cooldown", stage.name));
       return StageEnd::interrupted;
@@ -356,17 +377,14 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
               std::FILE* errors) {
   auto selected = select_stages(chain, options.selection);
   if (!selected) {
-    fmt::print(errors, "kiln: error: {}\n", selected.error());
+    report({error_line(selected.error())}, errors);
     return k_exit_usage;
   }
   const std::vector<const Stage*>& stages = *selected;
   std::vector<std::string> problems = check_request(stages, options);
 
   if (options.dry_run) {
-    for (const auto& problem : problems) {
-      fmt::print(errors, "kiln: error: {}\n", problem);
-    }
-    if (!problems.empty()) {
+    if (!report(problems, errors)) {
       return k_exit_usage;
     }
     for (size_t i = 0; i < stages.size(); ++i) {
@@ -379,15 +397,12 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
 
   auto version = engine.version();
   if (!version) {
-    problems.push_back(version.error());
+    problems.push_back(error_line(version.error()));
   } else {
     auto outside = check_outside_needs(chain, stages, engine);
     problems.insert(problems.end(), outside.begin(), outside.end());
   }
-  for (const auto& problem : problems) {
-    fmt::print(errors, "kiln: error: {}\n", problem);
-  }
-  if (!problems.empty()) {
+  if (!report(problems, errors)) {
     return k_exit_usage;
   }
 
@@ -410,7 +425,7 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   }
   auto folder = RunFolder::create(chain.records, record.run_id);
   if (!folder) {
-    fmt::print(errors, "kiln: error: {}\n", folder.error());
+    report({error_line(folder.error())}, errors);
     return k_exit_usage;
   }
   Run run(chain, engine, options, console, std::move(*folder), std::move(record));

@@ -35,6 +35,25 @@ bool is_from(std::string_view instruction) {
          (instruction.substr(0, 5) == "FROM " || instruction.substr(0, 5) == "from ");
 }
 
+struct StepHeader {
+  int build_stage = 0;
+  int build_stages = 0;
+  int step = 0;
+  int steps = 0;
+};
+
+/// "STEP 2/5: " or "[1/2] STEP 2/2: ", leaving `line` at the instruction.
+bool take_step_header(std::string_view& line, StepHeader& header) {
+  if (take(line, "[")) {
+    if (!take_number(line, header.build_stage) || !take(line, "/") ||
+        !take_number(line, header.build_stages) || !take(line, "] ")) {
+      return false;
+    }
+  }
+  return take(line, "STEP ") && take_number(line, header.step) && take(line, "/") &&
+         take_number(line, header.steps) && take(line, ": ");
+}
+
 bool is_image_id(std::string_view line) {
   return line.size() == 64 && std::all_of(line.begin(), line.end(), [](char c) {
            return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f');
@@ -106,29 +125,24 @@ bool BuildahEngine::update_progress(std::string_view line, BuildProgress& progre
     ++progress.steps_cached;
     return true;
   }
-  int build_stage = 0;
-  int build_stages = 0;
-  if (take(line, "[")) {
-    if (!take_number(line, build_stage) || !take(line, "/") || !take_number(line, build_stages) ||
-        !take(line, "] ")) {
-      return false;
-    }
-  }
-  int step = 0;
-  int steps = 0;
-  if (!take(line, "STEP ") || !take_number(line, step) || !take(line, "/") ||
-      !take_number(line, steps) || !take(line, ": ")) {
+  StepHeader header;
+  if (!take_step_header(line, header)) {
     return false;
   }
-  progress.build_stage = build_stage;
-  progress.build_stages = build_stages;
-  progress.step = step;
-  progress.steps = steps;
+  progress.build_stage = header.build_stage;
+  progress.build_stages = header.build_stages;
+  progress.step = header.step;
+  progress.steps = header.steps;
   progress.instruction = std::string(line);
   if (!is_from(line)) {
     ++progress.steps_run;
   }
   return true;
+}
+
+bool BuildahEngine::echoes_instruction(std::string_view line) const {
+  StepHeader header;
+  return take_step_header(line, header) || line.starts_with("Error: building at STEP \"");
 }
 
 } // namespace kiln

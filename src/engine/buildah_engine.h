@@ -15,6 +15,7 @@ public:
   std::vector<std::string> build_argv(const BuildRequest& request) const override;
   bool image_exists(const std::string& image) const override;
   bool update_progress(std::string_view line, BuildProgress& progress) const override;
+  bool echoes_instruction(std::string_view line) const override;
 
 private:
   std::string m_isolation;

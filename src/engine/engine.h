@@ -61,6 +61,11 @@ public:
   /// Fold one line of build output into `progress`; true when it changed.
   virtual bool update_progress(std::string_view line, BuildProgress& progress) const = 0;
 
+  /// Whether a line only repeats the Dockerfile's text (a step header, an error quoting the
+  /// step): failure classification skips such lines, or a RUN that mentions a flake's message
+  /// would look like the flake.
+  virtual bool echoes_instruction(std::string_view line) const = 0;
+
   /// Run a build, streaming its output to `sink`; stops when `interrupt_fd` becomes readable.
   ProcessExit build(const BuildRequest& request, const OutputSink& sink, int interrupt_fd) const {
     return run_process({build_argv(request), {}, {}}, sink, interrupt_fd);

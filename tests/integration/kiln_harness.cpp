@@ -1,0 +1,89 @@
+#include "kiln_harness.h"
+
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+namespace kiln::testing {
+
+ChainDir::ChainDir() {
+  std::random_device random;
+  m_nonce = std::to_string(random() % 1000000000);
+  m_path = std::filesystem::temp_directory_path() / ("kiln-it-" + m_nonce);
+  std::filesystem::create_directories(m_path);
+  std::filesystem::copy_file("/bin/busybox", m_path / "busybox");
+}
+
+ChainDir::~ChainDir() {
+  // Remove the images this test tagged; the shared layers stay for the next test's cache.
+  std::string manifests;
+  std::error_code ec;
+  for (const auto& run : std::filesystem::directory_iterator(m_path / "records" / "runs", ec)) {
+    std::ifstream in(run.path() / "manifest.json");
+    auto doc = nlohmann::json::parse(in, nullptr, false);
+    if (doc.is_discarded()) {
+      continue;
+    }
+    for (const auto& stage : doc["stages"]) {
+      run_process({{"buildah", "rmi", "-f", stage["tag"].get<std::string>()}, {}, {}},
+                  [](std::string_view) {});
+    }
+  }
+  std::filesystem::remove_all(m_path, ec);
+}
+
+void ChainDir::write(const std::string& relative, const std::string& content) const {
+  std::filesystem::path file = m_path / relative;
+  std::filesystem::create_directories(file.parent_path());
+  std::ofstream(file) << content;
+}
+
+std::string ChainDir::read(const std::string& relative) const {
+  std::ifstream in(m_path / relative);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+KilnResult ChainDir::kiln(const std::vector<std::string>& args, int interrupt_fd) const {
+  KilnResult result;
+  std::vector<std::string> argv = {KILN_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcessExit exit = run_process(
+      {argv, {}, m_path}, [&](std::string_view chunk) { result.output += chunk; }, interrupt_fd,
+      std::chrono::seconds(60));
+  result.exit_code = exit.status_code();
+  return result;
+}
+
+nlohmann::json ChainDir::latest_manifest() const {
+  std::ifstream in(m_path / "records" / "latest" / "manifest.json");
+  return nlohmann::json::parse(in);
+}
+
+std::vector<int> processes_matching(const std::string& needle) {
+  std::vector<int> pids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    std::ifstream in(entry.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (char& c : cmdline) {
+      c = c == '\0' ? ' ' : c;
+    }
+    if (cmdline.find(needle) != std::string::npos && std::stoi(name) != ::getpid()) {
+      pids.push_back(std::stoi(name));
+    }
+  }
+  return pids;
+}
+
+} // namespace kiln::testing

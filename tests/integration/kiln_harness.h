@@ -1,0 +1,53 @@
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/process.h"
+
+namespace kiln::testing {
+
+struct KilnResult {
+  int exit_code = -1;
+  std::string output; // stdout and stderr, interleaved as written
+};
+
+/// A scratch folder holding a chain: busybox copied in (the demo's only binary), images tagged
+/// with a name unique to this test so runs never share tags, and every tag removed at the end.
+class ChainDir {
+public:
+  ChainDir();
+  ~ChainDir();
+  ChainDir(const ChainDir&) = delete;
+  ChainDir& operator=(const ChainDir&) = delete;
+
+  const std::filesystem::path& path() const { return m_path; }
+  /// Unique per test: use it in chain names and anywhere a value must not repeat across runs.
+  const std::string& nonce() const { return m_nonce; }
+
+  void write(const std::string& relative, const std::string& content) const;
+  std::string read(const std::string& relative) const;
+
+  /// Run the real kiln binary with `args`, from this folder.
+  KilnResult kiln(const std::vector<std::string>& args, int interrupt_fd = -1) const;
+
+  /// The manifest of the newest run, through the `latest` link.
+  nlohmann::json latest_manifest() const;
+
+private:
+  std::filesystem::path m_path;
+  std::string m_nonce;
+};
+
+/// A Dockerfile stage that every test chain starts from: FROM scratch plus busybox.
+inline const char* k_base_dockerfile = "FROM scratch\n"
+                                       "COPY busybox /bin/busybox\n"
+                                       "RUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n";
+
+/// Pids of processes whose command line contains `needle`.
+std::vector<int> processes_matching(const std::string& needle);
+
+} // namespace kiln::testing

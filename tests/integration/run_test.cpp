@@ -1,0 +1,235 @@
+// `kiln run` against real buildah: the demo chain, retries, refusals and interrupts.
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "kiln_harness.h"
+
+namespace kiln::testing {
+namespace {
+
+using nlohmann::json;
+
+/// Copy the demo chain into `dir`, named and pinned uniquely so its first run really builds.
+void copy_demo(const ChainDir& dir) {
+  std::filesystem::path demo = std::filesystem::path(KILN_SOURCE_DIR) / "examples" / "hello";
+  for (const char* part : {"stages", "src"}) {
+    std::filesystem::copy(demo / part, dir.path() / part, std::filesystem::copy_options::recursive);
+  }
+  std::ifstream in(demo / "chain.toml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text.replace(text.find("name = \"hello\""), 14, "name = \"hello-" + dir.nonce() + "\"");
+  dir.write("chain.toml", text);
+  std::ifstream versions_in(demo / "versions.env");
+  std::string versions((std::istreambuf_iterator<char>(versions_in)),
+                       std::istreambuf_iterator<char>());
+  versions.replace(versions.find("BASE_RELEASE=2026.12"), 20, "BASE_RELEASE=" + dir.nonce());
+  dir.write("versions.env", versions);
+}
+
+TEST(Run, DemoChainBuildsThenServesEveryStepFromTheLayerCache) {
+  ChainDir dir;
+  copy_demo(dir);
+
+  KilnResult first = dir.kiln({"run", "chain.toml"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  json cold = dir.latest_manifest();
+  EXPECT_EQ(cold["status"], "ok");
+  ASSERT_EQ(cold["stages"].size(), 5u);
+  for (const auto& stage : cold["stages"]) {
+    EXPECT_EQ(stage["status"], "ok") << stage["name"];
+    EXPECT_LT(stage["attempts"][0]["steps_cached"], stage["attempts"][0]["steps_run"])
+        << stage["name"] << " was served from the cache on a cold run";
+  }
+  // The smoke stage ran the final image's self-test.
+  EXPECT_NE(dir.read("records/latest/stages/smoke.attempt-1.log").find("2 libraries"),
+            std::string::npos);
+
+  KilnResult second = dir.kiln({"run", "chain.toml"});
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  json warm = dir.latest_manifest();
+  EXPECT_NE(warm["run_id"], cold["run_id"]);
+  for (size_t i = 0; i < warm["stages"].size(); ++i) {
+    const json& stage = warm["stages"][i];
+    EXPECT_GT(stage["attempts"][0]["steps_run"], 0) << stage["name"];
+    EXPECT_EQ(stage["attempts"][0]["steps_cached"], stage["attempts"][0]["steps_run"])
+        << stage["name"] << " rebuilt a step on an unchanged chain";
+    EXPECT_EQ(stage["image_id"], cold["stages"][i]["image_id"]) << stage["name"];
+  }
+  EXPECT_NE(second.output.find("(all steps cached)"), std::string::npos);
+  // The summary table and the record path close the console output.
+  EXPECT_NE(second.output.find("stage      status  attempts  seconds  image"), std::string::npos)
+      << second.output;
+  EXPECT_NE(second.output.find("record: " + (dir.path() / "records" / "runs").string()),
+            std::string::npos);
+}
+
+/// A chain of a busybox base and one stage whose Dockerfile is `body` after `FROM base`.
+void write_two_stage_chain(const ChainDir& dir, const std::string& body, int attempts = 3) {
+  dir.write("base.Dockerfile", k_base_dockerfile);
+  dir.write("work.Dockerfile", "FROM base\n" + body);
+  dir.write("chain.toml",
+            "[chain]\nname = \"t" + dir.nonce() +
+                "\"\n[defaults]\ncooldown_s = 0\nattempts = " + std::to_string(attempts) +
+                "\n[[stage]]\nname = \"base\"\ndockerfile = \"base.Dockerfile\"\n"
+                "[[stage]]\nname = \"work\"\ndockerfile = \"work.Dockerfile\"\n"
+                "needs = [\"base\"]\n");
+}
+
+TEST(Run, CompileErrorFailsTheStageAtOnce) {
+  ChainDir dir;
+  write_two_stage_chain(dir, "RUN echo 'lib.c:3:1: error: expected ; before }' >&2; exit 1\n");
+
+  KilnResult result = dir.kiln({"run", "chain.toml"});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  json manifest = dir.latest_manifest();
+  EXPECT_EQ(manifest["status"], "failed:work");
+  const json& work = manifest["stages"][1];
+  EXPECT_EQ(work["status"], "failed");
+  ASSERT_EQ(work["attempts"].size(), 1u);
+  EXPECT_EQ(work["attempts"][0]["verdict"], "permanent");
+  EXPECT_EQ(work["attempts"][0]["exit_code"], 1);
+  // The console shows the tail and where the whole log is; the log holds the compiler's line.
+  EXPECT_NE(result.output.find("lib.c:3:1: error"), std::string::npos) << result.output;
+  EXPECT_NE(dir.read("records/latest/stages/work.attempt-1.log").find("lib.c:3:1: error"),
+            std::string::npos);
+  EXPECT_NE(dir.read("records/latest/driver.log").find("stage work: attempt 1/3 failed (exit 1)"),
+            std::string::npos);
+}
+
+TEST(Run, TransientFailureIsRetriedAndRecorded) {
+  ChainDir dir;
+  // A cache mount outlives a failed RUN, so the step can tell its first attempt from its second.
+  write_two_stage_chain(dir, "RUN --mount=type=cache,id=flake-" + dir.nonce() +
+                                 ",target=/state if [ -e /state/tried ]; then echo fetched; "
+                                 "else touch /state/tried; "
+                                 "echo 'read tcp 127.0.0.1:5000: connection reset by peer'; "
+                                 "exit 1; fi\n");
+
+  KilnResult result = dir.kiln({"run", "chain.toml"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  json work = dir.latest_manifest()["stages"][1];
+  EXPECT_EQ(work["status"], "ok");
+  ASSERT_EQ(work["attempts"].size(), 2u);
+  EXPECT_EQ(work["attempts"][0]["verdict"], "retry");
+  EXPECT_EQ(work["attempts"][0]["transient_class"], "registry-network");
+  EXPECT_EQ(work["attempts"][0]["matched_line"],
+            "read tcp 127.0.0.1:5000: connection reset by peer");
+  EXPECT_EQ(work["attempts"][1]["verdict"], "ok");
+  // Each attempt keeps its own log.
+  EXPECT_NE(dir.read("records/latest/stages/work.attempt-1.log").find("connection reset"),
+            std::string::npos);
+  EXPECT_NE(dir.read("records/latest/stages/work.attempt-2.log").find("fetched"),
+            std::string::npos);
+  std::string driver_log = dir.read("records/latest/driver.log");
+  EXPECT_NE(driver_log.find("class registry-network, matched line: \"read tcp 127.0.0.1:5000: "
+                            "connection reset by peer\""),
+            std::string::npos)
+      << driver_log;
+}
+
+TEST(Run, IdenticalTransientFailureIsRefusedOnTheSecondAttempt) {
+  ChainDir dir;
+  write_two_stage_chain(dir, "RUN echo 'dial tcp 127.0.0.1:5000: i/o timeout'; exit 1\n");
+
+  KilnResult result = dir.kiln({"run", "chain.toml"});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  json work = dir.latest_manifest()["stages"][1];
+  ASSERT_EQ(work["attempts"].size(), 2u) << "the budget of 3 must not be burned";
+  EXPECT_EQ(work["attempts"][0]["verdict"], "retry");
+  EXPECT_EQ(work["attempts"][1]["verdict"], "refused-identical");
+  EXPECT_NE(work["attempts"][1]["reason"].get<std::string>().find("attempt 1"), std::string::npos)
+      << work["attempts"][1]["reason"];
+  EXPECT_NE(dir.read("records/latest/driver.log").find("refused-identical"), std::string::npos);
+}
+
+TEST(Run, InterruptStopsTheEngineAndRecordsIt) {
+  ChainDir dir;
+  // A sleep long and odd enough to be recognised in the process table.
+  std::string sleep = "sleep 7" + dir.nonce().substr(0, 3);
+  write_two_stage_chain(dir, "RUN echo started; " + sleep + "\n");
+
+  int trigger[2];
+  ASSERT_EQ(::pipe(trigger), 0);
+  std::thread interrupter([&] {
+    // Wait until the RUN is really running, then press Ctrl-C.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (processes_matching(sleep).empty() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    [[maybe_unused]] auto n = ::write(trigger[1], "x", 1);
+  });
+  KilnResult result = dir.kiln({"run", "chain.toml"}, trigger[0]);
+  interrupter.join();
+  ::close(trigger[0]);
+  ::close(trigger[1]);
+
+  EXPECT_EQ(result.exit_code, 130) << result.output;
+  json manifest = dir.latest_manifest();
+  EXPECT_EQ(manifest["status"], "interrupted");
+  EXPECT_FALSE(manifest["ended"].get<std::string>().empty());
+  EXPECT_EQ(manifest["stages"][1]["status"], "interrupted");
+  EXPECT_EQ(manifest["stages"][1]["attempts"][0]["verdict"], "interrupted");
+  EXPECT_NE(dir.read("records/latest/stages/work.attempt-1.log").find("started"),
+            std::string::npos);
+  // SIGKILL lands at once but a process takes a moment to leave the table.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((!processes_matching(sleep).empty() ||
+          !processes_matching(dir.path().string() + "/work.Dockerfile").empty()) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(processes_matching(sleep).empty()) << "the RUN outlived kiln";
+  EXPECT_TRUE(processes_matching(dir.path().string() + "/work.Dockerfile").empty())
+      << "buildah outlived kiln";
+}
+
+TEST(Run, SecretReachesTheBuildButNoCommandLineOrRecord) {
+  ChainDir dir;
+  std::string value = "s3cret-" + dir.nonce();
+  dir.write("base.Dockerfile", k_base_dockerfile);
+  // The RUN prints a digest of the secret: the value itself must appear nowhere.
+  dir.write("work.Dockerfile", "FROM base\nRUN --mount=type=secret,id=token "
+                               "md5sum /run/secrets/token\n");
+  std::string digest =
+      capture_output({"sh", "-c", "printf %s " + value + " | md5sum"})->substr(0, 32);
+  dir.write("chain.toml", "[chain]\nname = \"t" + dir.nonce() +
+                              "\"\n[[stage]]\nname = \"base\"\ndockerfile = \"base.Dockerfile\"\n"
+                              "[[stage]]\nname = \"work\"\ndockerfile = \"work.Dockerfile\"\n"
+                              "needs = [\"base\"]\nsecrets = [{ id = \"token\", env = "
+                              "\"KILN_IT_TOKEN\" }]\n");
+  ::setenv("KILN_IT_TOKEN", value.c_str(), 1);
+  KilnResult result = dir.kiln({"run", "chain.toml"});
+  ::unsetenv("KILN_IT_TOKEN");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(dir.read("records/latest/stages/work.attempt-1.log").find(digest), std::string::npos);
+  json work = dir.latest_manifest()["stages"][1];
+  EXPECT_NE(work["command"].get<std::string>().find("--secret id=token,env=KILN_IT_TOKEN"),
+            std::string::npos);
+  EXPECT_EQ(dir.read("records/latest/manifest.json").find(value), std::string::npos);
+  EXPECT_EQ(dir.read("records/latest/driver.log").find(value), std::string::npos);
+  EXPECT_EQ(result.output.find(value), std::string::npos);
+}
+
+TEST(Run, UnsetSecretVariableIsAConfigurationError) {
+  ChainDir dir;
+  dir.write("base.Dockerfile", k_base_dockerfile);
+  dir.write("chain.toml", "[chain]\nname = \"t" + dir.nonce() +
+                              "\"\n[[stage]]\nname = \"base\"\ndockerfile = \"base.Dockerfile\"\n"
+                              "secrets = [{ id = \"token\", env = \"KILN_IT_UNSET\" }]\n");
+  KilnResult result = dir.kiln({"run", "chain.toml"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("chain.toml:6:12: error: stage 'base' secret 'token'"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("$KILN_IT_UNSET, which is not set"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "records")) << "nothing may be recorded";
+}
+
+} // namespace
+} // namespace kiln::testing

@@ -1,0 +1,130 @@
+// The buildah backend against its recorded output (tests/fixtures/buildah-1.28.2).
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "engine/buildah_engine.h"
+#include "util/process.h"
+
+namespace kiln {
+namespace {
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(KILN_TEST_FIXTURES) + "/buildah-1.28.2/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// Feed a recording through the parser the way the run loop does: chunks, then lines.
+BuildProgress replay(const std::string& output, int* changes = nullptr) {
+  BuildahEngine engine("chroot");
+  BuildProgress progress;
+  int changed = 0;
+  LineSplitter lines(
+      [&](std::string_view line) { changed += engine.update_progress(line, progress) ? 1 : 0; });
+  // Odd-sized chunks so lines straddle chunk boundaries.
+  for (size_t i = 0; i < output.size(); i += 7) {
+    lines.feed(std::string_view(output).substr(i, 7));
+  }
+  lines.finish();
+  if (changes != nullptr) {
+    *changes = changed;
+  }
+  return progress;
+}
+
+TEST(BuildahEngine, FreshBuildCountsStepsAndTheImageId) {
+  int changes = 0;
+  BuildProgress p = replay(fixture("build-fresh.stdout"), &changes);
+  EXPECT_EQ(p.step, 5);
+  EXPECT_EQ(p.steps, 5);
+  EXPECT_EQ(p.build_stages, 0);
+  EXPECT_EQ(p.instruction, "RUN echo \"$GREETING\" > /greeting && cat /greeting");
+  EXPECT_EQ(p.steps_run, 4); // FROM makes no layer
+  EXPECT_EQ(p.steps_cached, 0);
+  EXPECT_EQ(p.image_id, "edd3fecb6f7f42e04e1369b2d08e2bb268013095c0d7696a7b890a54a5b34689");
+  EXPECT_EQ(changes, 6); // five steps and the id
+}
+
+TEST(BuildahEngine, CachedBuildCountsEveryLayerStepAsCached) {
+  BuildProgress p = replay(fixture("build-cached.stdout"));
+  EXPECT_EQ(p.steps_run, 4);
+  EXPECT_EQ(p.steps_cached, 4);
+  // The same image as the fresh build: the cache served every layer.
+  EXPECT_EQ(p.image_id, "edd3fecb6f7f42e04e1369b2d08e2bb268013095c0d7696a7b890a54a5b34689");
+}
+
+TEST(BuildahEngine, MultiStageBuildReportsTheDockerfileStage) {
+  BuildahEngine engine("chroot");
+  BuildProgress p;
+  ASSERT_TRUE(engine.update_progress("[1/2] STEP 2/2: RUN echo a > /a", p));
+  EXPECT_EQ(p.build_stage, 1);
+  EXPECT_EQ(p.build_stages, 2);
+  EXPECT_EQ(p.step, 2);
+  EXPECT_EQ(p.instruction, "RUN echo a > /a");
+  p = replay(fixture("build-multistage.stdout"));
+  EXPECT_EQ(p.build_stage, 2);
+  EXPECT_EQ(p.build_stages, 2);
+  EXPECT_EQ(p.step, 2);
+  EXPECT_EQ(p.steps, 2);
+  EXPECT_EQ(p.steps_run, 2);
+  EXPECT_EQ(p.image_id, "c1ffc3c7ddb452ff0e34d3746f9f9e531ff5024ecbb2c02c6e9d114884cfb435");
+}
+
+TEST(BuildahEngine, FailedBuildHasNoImageId) {
+  BuildProgress p = replay(fixture("build-fail-run.combined"));
+  EXPECT_EQ(p.step, 2);
+  EXPECT_TRUE(p.image_id.empty());
+}
+
+TEST(BuildahEngine, LinesThatSayNothingChangeNothing) {
+  BuildahEngine engine("chroot");
+  BuildProgress p;
+  for (const char* line : {"hi", "COMMIT localhost/kt-base:dev", "--> 000828b76f7", "STEP x/5: RUN",
+                           "[1/2 STEP 1/2: FROM a", "error: foo.c:3: undefined",
+                           "Successfully tagged localhost/kt-base:dev"}) {
+    EXPECT_FALSE(engine.update_progress(line, p)) << line;
+  }
+  EXPECT_EQ(p.step, 0);
+}
+
+TEST(BuildahEngine, ArgvSpellsEveryPartOfTheRequest) {
+  BuildahEngine engine("chroot");
+  BuildRequest request;
+  request.dockerfile = "/c/stages/libs.Dockerfile";
+  request.context = "/c";
+  request.target = "built";
+  request.tag = "localhost/hello-libs:latest";
+  request.build_args = {{"A", "1"}, {"B", "x y"}};
+  request.contexts = {{"toolchain", "localhost/hello-toolchain:latest"}};
+  request.secrets = {{"token", "TOKEN", {}, {}}, {"netrc", {}, "/home/u/.netrc", {}}};
+  std::vector<std::string> expected = {
+      "buildah",
+      "build",
+      "--isolation",
+      "chroot",
+      "--layers",
+      "--file",
+      "/c/stages/libs.Dockerfile",
+      "--tag",
+      "localhost/hello-libs:latest",
+      "--target",
+      "built",
+      "--build-context",
+      "toolchain=container-image://localhost/hello-toolchain:latest",
+      "--build-arg",
+      "A=1",
+      "--build-arg",
+      "B=x y",
+      "--secret",
+      "id=token,env=TOKEN",
+      "--secret",
+      "id=netrc,src=/home/u/.netrc",
+      "/c"};
+  EXPECT_EQ(engine.build_argv(request), expected);
+}
+
+} // namespace
+} // namespace kiln

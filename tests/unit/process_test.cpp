@@ -1,0 +1,140 @@
+// util/process against real processes and signals.
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <csignal>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "util/process.h"
+
+namespace kiln {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+ProcessExit run_sh(const std::string& script, std::string& output) {
+  return run_process({{"sh", "-c", script}, {}, {}},
+                     [&](std::string_view chunk) { output += chunk; });
+}
+
+/// Run a script that prints "ready" once its traps are set, and interrupt it then.
+ProcessExit interrupt_when_ready(const std::string& script, std::string& output,
+                                 std::chrono::milliseconds grace) {
+  int trigger[2];
+  EXPECT_EQ(::pipe(trigger), 0);
+  ProcessExit exit = run_process(
+      {{"sh", "-c", script}, {}, {}},
+      [&](std::string_view chunk) {
+        output += chunk;
+        if (output.find("ready") != std::string::npos) {
+          [[maybe_unused]] auto n = ::write(trigger[1], "x", 1);
+        }
+      },
+      trigger[0], grace);
+  ::close(trigger[0]);
+  ::close(trigger[1]);
+  return exit;
+}
+
+bool process_running(const std::string& needle) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream in(entry.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (char& c : cmdline) {
+      c = c == '\0' ? ' ' : c;
+    }
+    if (cmdline.find(needle) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST(Process, MergesBothStreamsInWriteOrderAndReportsTheExitCode) {
+  std::string output;
+  ProcessExit exit = run_sh("echo one; echo two >&2; echo three; exit 3", output);
+  EXPECT_EQ(output, "one\ntwo\nthree\n");
+  EXPECT_EQ(exit.exit_code, 3);
+  EXPECT_FALSE(exit.ok());
+  EXPECT_EQ(exit.status_code(), 3);
+}
+
+TEST(Process, ReportsDeathBySignalLikeAShell) {
+  std::string output;
+  ProcessExit exit = run_sh("kill -KILL $$", output);
+  EXPECT_EQ(exit.term_signal, SIGKILL);
+  EXPECT_EQ(exit.status_code(), 137);
+}
+
+TEST(Process, KillsWhatTheLeaderLeftInItsGroup) {
+  std::string output;
+  auto start = Clock::now();
+  // The background sleep keeps the output pipe open: without the group kill this would hang.
+  ProcessExit exit = run_sh("sleep 4321 & echo started", output);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(30));
+  EXPECT_TRUE(exit.ok());
+  EXPECT_EQ(output, "started\n");
+  for (int i = 0; i < 100 && process_running("sleep 4321"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_FALSE(process_running("sleep 4321"));
+}
+
+TEST(Process, InterruptSendsSigintToTheGroup) {
+  std::string output;
+  ProcessExit exit = interrupt_when_ready("trap 'echo got-int; exit 5' INT; echo ready; "
+                                          "while true; do sleep 0.1; done",
+                                          output, std::chrono::seconds(10));
+  EXPECT_TRUE(exit.interrupted);
+  EXPECT_EQ(exit.exit_code, 5);
+  EXPECT_EQ(output, "ready\ngot-int\n");
+}
+
+TEST(Process, InterruptEscalatesToSigkillAfterTheGrace) {
+  std::string output;
+  auto start = Clock::now();
+  ProcessExit exit = interrupt_when_ready("trap '' INT; echo ready; sleep 8765", output,
+                                          std::chrono::milliseconds(200));
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(30));
+  EXPECT_TRUE(exit.interrupted);
+  EXPECT_EQ(exit.term_signal, SIGKILL);
+}
+
+TEST(Process, PassesEnvironmentAndWorkingDirectory) {
+  std::string output;
+  ProcessExit exit = run_process(
+      {{"sh", "-c", "echo $KILN_TEST_VALUE; pwd"}, {{"KILN_TEST_VALUE", "forty two"}}, "/tmp"},
+      [&](std::string_view chunk) { output += chunk; });
+  EXPECT_TRUE(exit.ok());
+  EXPECT_EQ(output, "forty two\n/tmp\n");
+}
+
+TEST(Process, MissingProgramIsASpawnErrorNamingIt) {
+  ProcessExit exit = run_process({{"kiln-no-such-program"}, {}, {}}, [](std::string_view) {});
+  EXPECT_NE(exit.spawn_error.find("kiln-no-such-program"), std::string::npos);
+  EXPECT_FALSE(exit.ok());
+}
+
+TEST(Process, CaptureOutputQuotesTheFailure) {
+  auto ok = capture_output({"sh", "-c", "echo fine"});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(*ok, "fine\n");
+  auto failed = capture_output({"sh", "-c", "echo broken >&2; exit 4"});
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error(), "sh -c echo broken >&2; exit 4 exited with 4: broken");
+}
+
+TEST(LineSplitter, JoinsChunksAndStripsCarriageReturns) {
+  std::vector<std::string> lines;
+  LineSplitter splitter([&](std::string_view line) { lines.emplace_back(line); });
+  splitter.feed("ab");
+  splitter.feed("c\r\nd\n\ne");
+  splitter.finish();
+  EXPECT_EQ(lines, (std::vector<std::string>{"abc", "d", "", "e"}));
+}
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,110 @@
+// driver/records on real files.
+#include <fstream>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "driver/records.h"
+
+namespace kiln {
+namespace {
+
+class RecordsTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    m_root = std::filesystem::temp_directory_path() /
+             ("kiln-records-" + std::to_string(::getpid()) + "-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(m_root);
+  }
+  void TearDown() override { std::filesystem::remove_all(m_root); }
+
+  static RunRecord sample(const std::string& id, const std::string& status, double seconds) {
+    RunRecord run;
+    run.run_id = id;
+    run.chain_name = "hello";
+    run.engine = "buildah";
+    run.engine_version = "1.28.2";
+    run.status = status;
+    StageRecord stage;
+    stage.name = "base";
+    stage.status = status == "ok" ? "ok" : "failed";
+    stage.seconds = seconds;
+    AttemptRecord attempt;
+    attempt.number = 1;
+    attempt.verdict = "retry";
+    attempt.transient_class = "registry-network";
+    attempt.matched_line = "dial tcp: i/o timeout";
+    attempt.seconds = 1.23456;
+    attempt.log = RunFolder::attempt_log("base", 1);
+    stage.attempts.push_back(attempt);
+    run.stages.push_back(stage);
+    return run;
+  }
+
+  std::filesystem::path m_root;
+};
+
+TEST_F(RecordsTest, CreatesTheRunFolderAndPointsLatestAtIt) {
+  auto first = RunFolder::create(m_root, "20261202-140000-aaaa");
+  ASSERT_TRUE(first) << first.error();
+  EXPECT_TRUE(std::filesystem::is_directory(m_root / "runs/20261202-140000-aaaa/stages"));
+  EXPECT_EQ(std::filesystem::read_symlink(m_root / "latest"), "runs/20261202-140000-aaaa");
+  auto second = RunFolder::create(m_root, "20261202-140100-bbbb");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(std::filesystem::read_symlink(m_root / "latest"), "runs/20261202-140100-bbbb");
+  EXPECT_FALSE(std::filesystem::exists(m_root / "latest.tmp-20261202-140100-bbbb"));
+}
+
+TEST_F(RecordsTest, ManifestIsVersionedAndCarriesEveryAttempt) {
+  auto folder = RunFolder::create(m_root, "20261202-140000-aaaa");
+  ASSERT_TRUE(folder);
+  ASSERT_TRUE(folder->write_manifest(sample("20261202-140000-aaaa", "failed:base", 2.5)));
+  std::ifstream in(folder->path() / "manifest.json");
+  auto doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc["schema"], k_manifest_schema);
+  EXPECT_EQ(doc["status"], "failed:base");
+  EXPECT_EQ(doc["engine"]["version"], "1.28.2");
+  const auto& attempt = doc["stages"][0]["attempts"][0];
+  EXPECT_EQ(attempt["transient_class"], "registry-network");
+  EXPECT_EQ(attempt["matched_line"], "dial tcp: i/o timeout");
+  EXPECT_EQ(attempt["seconds"], 1.235);
+  EXPECT_EQ(attempt["log"], "stages/base.attempt-1.log");
+  // Nothing but the manifest: the temporary file of the atomic write is gone.
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(folder->path())) {
+    ++files;
+  }
+  EXPECT_EQ(files, 3u); // driver.log, manifest.json, stages/
+}
+
+TEST_F(RecordsTest, DriverLogLinesAreTimestampedInUtc) {
+  auto folder = RunFolder::create(m_root, "20261202-140000-aaaa");
+  ASSERT_TRUE(folder);
+  folder->log("stage base: attempt 1/3 start");
+  std::ifstream in(folder->path() / "driver.log");
+  std::string line;
+  std::getline(in, line);
+  ASSERT_EQ(line.size(), 21 + std::string("stage base: attempt 1/3 start").size());
+  EXPECT_EQ(line[10], 'T');
+  EXPECT_EQ(line[19], 'Z');
+  EXPECT_EQ(line.substr(21), "stage base: attempt 1/3 start");
+}
+
+TEST_F(RecordsTest, EtaComesFromTheNewestSuccessfulRun) {
+  auto old_ok = RunFolder::create(m_root, "20261201-100000-aaaa");
+  ASSERT_TRUE(old_ok->write_manifest(sample("20261201-100000-aaaa", "ok", 40)));
+  auto newer_ok = RunFolder::create(m_root, "20261202-100000-bbbb");
+  ASSERT_TRUE(newer_ok->write_manifest(sample("20261202-100000-bbbb", "ok", 30)));
+  auto newest_failed = RunFolder::create(m_root, "20261202-110000-cccc");
+  ASSERT_TRUE(newest_failed->write_manifest(sample("20261202-110000-cccc", "failed:base", 5)));
+  auto eta = last_ok_seconds(m_root);
+  ASSERT_EQ(eta.count("base"), 1u);
+  EXPECT_EQ(eta["base"], 30);
+  EXPECT_TRUE(last_ok_seconds(m_root / "nowhere").empty());
+}
+
+} // namespace
+} // namespace kiln
