@@ -1,0 +1,166 @@
+// The kiln command line: diagnostics, dry runs, selection and overrides, as a user sees them.
+#include <gtest/gtest.h>
+
+#include "kiln_harness.h"
+
+namespace kiln::testing {
+namespace {
+
+std::string fixture_chain(const std::string& name) {
+  return std::string(KILN_TEST_FIXTURES) + "/chains/" + name + "/chain.toml";
+}
+
+TEST(Cli, ConfigErrorsNameFileLineColumnWithACaretAndExitTwo) {
+  ChainDir dir;
+  std::string chain = fixture_chain("unknown_keys");
+  KilnResult result = dir.kiln({"run", chain});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find(chain + ":13:1: error: unknown key 'dockerfle' in [[stage]]\n"
+                                       "  dockerfle = \"Dockerfile\"\n"
+                                       "  ^\n"
+                                       "  hint: did you mean 'dockerfile'?\n"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("nothing was built"), std::string::npos);
+}
+
+TEST(Cli, DependencyCycleIsNamedInOrder) {
+  ChainDir dir;
+  std::string chain = fixture_chain("cycles");
+  KilnResult result = dir.kiln({"run", chain, "--dry-run"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find(chain + ":17:18: error: dependency cycle: a -> b -> c -> a"),
+            std::string::npos)
+      << result.output;
+}
+
+TEST(Cli, MangledBuildArgKeyIsRefusedLoudly) {
+  ChainDir dir;
+  dir.write("Dockerfile", "FROM scratch\nARG FOO_BAR\n");
+  dir.write("chain.toml", "[chain]\nname = \"t\"\n[[stage]]\nname = \"a\"\n"
+                          "dockerfile = \"Dockerfile\"\nbuild_args = { \"FOO-BAR\" = \"1\" }\n");
+  KilnResult result = dir.kiln({"run", "chain.toml", "--dry-run"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(
+      result.output.find("chain.toml:6:16: error: build arg 'FOO-BAR' is not a valid ARG name"),
+      std::string::npos)
+      << result.output;
+}
+
+/// The demo chain's files, in a scratch folder; returns that folder's path as a string.
+std::string copy_demo(const ChainDir& dir) {
+  std::filesystem::path demo = std::filesystem::path(KILN_SOURCE_DIR) / "examples" / "hello";
+  std::filesystem::copy(demo, dir.path(),
+                        std::filesystem::copy_options::recursive |
+                            std::filesystem::copy_options::skip_existing);
+  std::filesystem::remove_all(dir.path() / "records");
+  return dir.path().string();
+}
+
+TEST(Cli, DryRunPrintsTheExactEngineCommandsWithOnlyDeclaredPins) {
+  ChainDir dir;
+  std::string d = copy_demo(dir);
+  KilnResult result = dir.kiln({"run", "chain.toml", "--dry-run"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::string common = "buildah build --isolation chroot --layers --file " + d + "/stages/";
+  EXPECT_EQ(result.output,
+            "# [1/5] base\n" + common +
+                "base.Dockerfile --tag localhost/hello-base:latest --build-arg "
+                "BASE_RELEASE=2026.12 " +
+                d + "\n# [2/5] toolchain\n" + common +
+                "toolchain.Dockerfile --tag localhost/hello-toolchain:latest --build-context "
+                "base=container-image://localhost/hello-base:latest --build-arg "
+                "TOOLCHAIN_VERSION=1.4.0 " +
+                d + "\n# [3/5] libs\n" + common +
+                "libs.Dockerfile --tag localhost/hello-libs:latest --build-context "
+                "toolchain=container-image://localhost/hello-toolchain:latest --build-arg "
+                "LIBGREET_VERSION=2.1.3 --build-arg LIB_FLAGS=-O2 " +
+                d + "\n# [4/5] final\n" + common +
+                "final.Dockerfile --tag localhost/hello-final:latest --build-context "
+                "base=container-image://localhost/hello-base:latest --build-context "
+                "libs=container-image://localhost/hello-libs:latest " +
+                d + "\n# [5/5] smoke\n" + common +
+                "smoke.Dockerfile --tag localhost/hello-smoke:latest --build-context "
+                "final=container-image://localhost/hello-final:latest " +
+                d + "\n");
+  EXPECT_EQ(result.output.find("DOCS_THEME"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "records")) << "a dry run records nothing";
+}
+
+TEST(Cli, CommandLineBuildArgOverridesThePin) {
+  ChainDir dir;
+  copy_demo(dir);
+  KilnResult result =
+      dir.kiln({"run", "chain.toml", "--dry-run", "--only", "toolchain,libs", "--build-arg",
+                "TOOLCHAIN_VERSION=9.9", "--build-arg", "LIB_FLAGS=-O3 -g"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("--build-arg TOOLCHAIN_VERSION=9.9 "), std::string::npos);
+  EXPECT_NE(result.output.find("--build-arg 'LIB_FLAGS=-O3 -g' "), std::string::npos)
+      << result.output;
+  EXPECT_EQ(result.output.find("TOOLCHAIN_VERSION=1.4.0"), std::string::npos);
+  EXPECT_EQ(result.output.find("LIB_FLAGS=-O2"), std::string::npos);
+}
+
+TEST(Cli, BuildArgNoSelectedStageDeclaresIsRefused) {
+  ChainDir dir;
+  copy_demo(dir);
+  KilnResult result =
+      dir.kiln({"run", "chain.toml", "--dry-run", "--only", "base", "--build-arg", "LIB_FLAGS=1"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("--build-arg LIB_FLAGS: no selected stage's Dockerfile declares "
+                               "ARG LIB_FLAGS"),
+            std::string::npos)
+      << result.output;
+  result = dir.kiln({"run", "chain.toml", "--dry-run", "--build-arg", "NOEQUALS"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("--build-arg NOEQUALS: expected KEY=VALUE"), std::string::npos);
+}
+
+TEST(Cli, OnlyAndFromSelectInRunOrder) {
+  ChainDir dir;
+  copy_demo(dir);
+  KilnResult only = dir.kiln({"run", "chain.toml", "--dry-run", "--only", "final,libs"});
+  ASSERT_EQ(only.exit_code, 0) << only.output;
+  EXPECT_NE(only.output.find("# [1/2] libs\n"), std::string::npos) << only.output;
+  EXPECT_NE(only.output.find("# [2/2] final\n"), std::string::npos);
+  KilnResult from = dir.kiln({"run", "chain.toml", "--dry-run", "--from", "final"});
+  ASSERT_EQ(from.exit_code, 0) << from.output;
+  EXPECT_NE(from.output.find("# [1/2] final\n"), std::string::npos) << from.output;
+  EXPECT_NE(from.output.find("# [2/2] smoke\n"), std::string::npos);
+  KilnResult unknown = dir.kiln({"run", "chain.toml", "--dry-run", "--only", "smok"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.output.find("unknown stage 'smok' in --only (did you mean 'smoke'?)"),
+            std::string::npos)
+      << unknown.output;
+}
+
+TEST(Cli, NeedThatIsNeitherBuiltNorInTheStoreStopsTheRunBeforeItStarts) {
+  ChainDir dir;
+  dir.write("base.Dockerfile", k_base_dockerfile);
+  dir.write("work.Dockerfile", "FROM base\nRUN true\n");
+  dir.write("chain.toml", "[chain]\nname = \"t" + dir.nonce() +
+                              "\"\n[[stage]]\nname = \"base\"\ndockerfile = \"base.Dockerfile\"\n"
+                              "[[stage]]\nname = \"work\"\ndockerfile = \"work.Dockerfile\"\n"
+                              "needs = [\"base\"]\n");
+  KilnResult result = dir.kiln({"run", "chain.toml", "--only", "work"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("stage 'work' needs 'base', which this run does not build, and "
+                               "buildah has no image localhost/t" +
+                               dir.nonce() + "-base:latest"),
+            std::string::npos)
+      << result.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "records"));
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+  ChainDir dir;
+  EXPECT_EQ(dir.kiln({}).exit_code, 2);
+  EXPECT_EQ(dir.kiln({"frobnicate"}).exit_code, 2);
+  EXPECT_EQ(dir.kiln({"run"}).exit_code, 2);
+  KilnResult missing = dir.kiln({"run", "no-such-chain.toml"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.output.find("no-such-chain.toml"), std::string::npos) << missing.output;
+}
+
+} // namespace
+} // namespace kiln::testing
