@@ -5,6 +5,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app("kiln: drive long container-image build chains", "kiln");
+  app.set_version_flag("--version", KILN_VERSION);
   app.require_subcommand(1);
   kiln::RunArgs run_args;
   CLI::App* run = kiln::add_run_command(app, run_args);

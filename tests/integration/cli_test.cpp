@@ -47,19 +47,10 @@ TEST(Cli, MangledBuildArgKeyIsRefusedLoudly) {
       << result.output;
 }
 
-/// The demo chain's files, in a scratch folder; returns that folder's path as a string.
-std::string copy_demo(const ChainDir& dir) {
-  std::filesystem::path demo = std::filesystem::path(KILN_SOURCE_DIR) / "examples" / "hello";
-  std::filesystem::copy(demo, dir.path(),
-                        std::filesystem::copy_options::recursive |
-                            std::filesystem::copy_options::skip_existing);
-  std::filesystem::remove_all(dir.path() / "records");
-  return dir.path().string();
-}
-
 TEST(Cli, DryRunPrintsTheExactEngineCommandsWithOnlyDeclaredPins) {
   ChainDir dir;
-  std::string d = copy_demo(dir);
+  dir.copy_demo();
+  std::string d = dir.path().string();
   KilnResult result = dir.kiln({"run", "chain.toml", "--dry-run"});
   ASSERT_EQ(result.exit_code, 0) << result.output;
   std::string common = "buildah build --isolation chroot --layers --file " + d + "/stages/";
@@ -89,7 +80,7 @@ TEST(Cli, DryRunPrintsTheExactEngineCommandsWithOnlyDeclaredPins) {
 
 TEST(Cli, CommandLineBuildArgOverridesThePin) {
   ChainDir dir;
-  copy_demo(dir);
+  dir.copy_demo();
   KilnResult result =
       dir.kiln({"run", "chain.toml", "--dry-run", "--only", "toolchain,libs", "--build-arg",
                 "TOOLCHAIN_VERSION=9.9", "--build-arg", "LIB_FLAGS=-O3 -g"});
@@ -103,7 +94,7 @@ TEST(Cli, CommandLineBuildArgOverridesThePin) {
 
 TEST(Cli, BuildArgNoSelectedStageDeclaresIsRefused) {
   ChainDir dir;
-  copy_demo(dir);
+  dir.copy_demo();
   KilnResult result =
       dir.kiln({"run", "chain.toml", "--dry-run", "--only", "base", "--build-arg", "LIB_FLAGS=1"});
   EXPECT_EQ(result.exit_code, 2);
@@ -118,7 +109,7 @@ TEST(Cli, BuildArgNoSelectedStageDeclaresIsRefused) {
 
 TEST(Cli, OnlyAndFromSelectInRunOrder) {
   ChainDir dir;
-  copy_demo(dir);
+  dir.copy_demo();
   KilnResult only = dir.kiln({"run", "chain.toml", "--dry-run", "--only", "final,libs"});
   ASSERT_EQ(only.exit_code, 0) << only.output;
   EXPECT_NE(only.output.find("# [1/2] libs\n"), std::string::npos) << only.output;

@@ -38,6 +38,13 @@ ChainDir::~ChainDir() {
   std::filesystem::remove_all(m_path, ec);
 }
 
+void ChainDir::copy_demo() const {
+  std::filesystem::path demo = std::filesystem::path(KILN_SOURCE_DIR) / "examples" / "hello";
+  for (const char* part : {"chain.toml", "versions.env", "stages", "src"}) {
+    std::filesystem::copy(demo / part, m_path / part, std::filesystem::copy_options::recursive);
+  }
+}
+
 void ChainDir::write(const std::string& relative, const std::string& content) const {
   std::filesystem::path file = m_path / relative;
   std::filesystem::create_directories(file.parent_path());

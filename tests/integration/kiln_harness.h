@@ -28,6 +28,9 @@ public:
   /// Unique per test: use it in chain names and anywhere a value must not repeat across runs.
   const std::string& nonce() const { return m_nonce; }
 
+  /// Copy in the demo chain (examples/hello) as it is in the source tree.
+  void copy_demo() const;
+
   void write(const std::string& relative, const std::string& content) const;
   std::string read(const std::string& relative) const;
 

@@ -1,6 +1,5 @@
 // `kiln run` against real buildah: the demo chain, retries, refusals and interrupts.
 #include <chrono>
-#include <fstream>
 #include <thread>
 
 #include <fcntl.h>
@@ -15,26 +14,20 @@ namespace {
 
 using nlohmann::json;
 
-/// Copy the demo chain into `dir`, named and pinned uniquely so its first run really builds.
-void copy_demo(const ChainDir& dir) {
-  std::filesystem::path demo = std::filesystem::path(KILN_SOURCE_DIR) / "examples" / "hello";
-  for (const char* part : {"stages", "src"}) {
-    std::filesystem::copy(demo / part, dir.path() / part, std::filesystem::copy_options::recursive);
-  }
-  std::ifstream in(demo / "chain.toml");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  text.replace(text.find("name = \"hello\""), 14, "name = \"hello-" + dir.nonce() + "\"");
-  dir.write("chain.toml", text);
-  std::ifstream versions_in(demo / "versions.env");
-  std::string versions((std::istreambuf_iterator<char>(versions_in)),
-                       std::istreambuf_iterator<char>());
+/// The demo chain in `dir`, named and pinned uniquely so its first run really builds.
+void copy_unique_demo(const ChainDir& dir) {
+  dir.copy_demo();
+  std::string chain = dir.read("chain.toml");
+  chain.replace(chain.find("name = \"hello\""), 14, "name = \"hello-" + dir.nonce() + "\"");
+  dir.write("chain.toml", chain);
+  std::string versions = dir.read("versions.env");
   versions.replace(versions.find("BASE_RELEASE=2026.12"), 20, "BASE_RELEASE=" + dir.nonce());
   dir.write("versions.env", versions);
 }
 
 TEST(Run, DemoChainBuildsThenServesEveryStepFromTheLayerCache) {
   ChainDir dir;
-  copy_demo(dir);
+  copy_unique_demo(dir);
 
   KilnResult first = dir.kiln({"run", "chain.toml"});
   ASSERT_EQ(first.exit_code, 0) << first.output;
