@@ -77,7 +77,9 @@ std::string manifest_json(const RunRecord& run) {
               {"ended", run.ended},
               {"status", run.status},
               {"stages", stages}};
-  return doc.dump(2) + "\n";
+  // Engine output is not always UTF-8 (a Latin-1 compiler message, a binary dumped to the
+  // terminal) and a quoted line must not make the record unwritable: replace what is invalid.
+  return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 tl::expected<RunFolder, std::string> RunFolder::create(const std::filesystem::path& records,

@@ -80,6 +80,14 @@ TEST_F(RecordsTest, ManifestIsVersionedAndCarriesEveryAttempt) {
   EXPECT_EQ(files, 3u); // driver.log, manifest.json, stages/
 }
 
+TEST_F(RecordsTest, InvalidUtf8InAQuotedLineStillWritesTheManifest) {
+  RunRecord run = sample("20261202-140000-aaaa", "failed:base", 1);
+  run.stages[0].attempts[0].matched_line = "caf\xe9: connection reset by peer";
+  auto doc = nlohmann::json::parse(manifest_json(run));
+  EXPECT_EQ(doc["stages"][0]["attempts"][0]["matched_line"],
+            "caf\xef\xbf\xbd: connection reset by peer");
+}
+
 TEST_F(RecordsTest, DriverLogLinesAreTimestampedInUtc) {
   auto folder = RunFolder::create(m_root, "20261202-140000-aaaa");
   ASSERT_TRUE(folder);
