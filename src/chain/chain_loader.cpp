@@ -709,6 +709,9 @@ tl::expected<Chain, Diagnostics> Loader::load() {
   if (!root.contains("stage")) {
     error(pos(root), "missing required table [[stage]]",
           "add a [[stage]] table with a name and a dockerfile");
+  } else if (const auto* stages = root.get_as<toml::array>("stage"); stages && stages->empty()) {
+    error(pos(*stages), "the chain has no stages: 'stage' is an empty array",
+          "add a [[stage]] table with a name and a dockerfile");
   }
   for (const auto* table : tables_in(root, "stage")) {
     read_stage(*table);

@@ -122,13 +122,6 @@ FailureVerdict classify_failure(const Tail& tail, const std::optional<Tail>& pre
     result.reason = "no transient pattern matched; a script or compile failure is not retried";
     return result;
   }
-  if (attempt >= budget) {
-    result.verdict = Verdict::exhausted;
-    result.reason = fmt::format("transient failure (class '{}') on attempt {} of {}; the retry "
-                                "budget is used up",
-                                transient->name, attempt, budget);
-    return result;
-  }
   const bool identical =
       previous_tail.has_value() && same_failure(window, failure_window(*previous_tail));
   if (identical && !transient->retry_despite_identical) {
@@ -136,6 +129,14 @@ FailureVerdict classify_failure(const Tail& tail, const std::optional<Tail>& pre
     result.reason = fmt::format("failed exactly as attempt {} did (class '{}'); a flake changes "
                                 "between attempts, this did not",
                                 attempt - 1, transient->name);
+    return result;
+  }
+  // After the identical check: "it failed the same way" says more than "the budget is gone".
+  if (attempt >= budget) {
+    result.verdict = Verdict::exhausted;
+    result.reason = fmt::format("transient failure (class '{}') on attempt {} of {}; the retry "
+                                "budget is used up",
+                                transient->name, attempt, budget);
     return result;
   }
   result.verdict = Verdict::retry;

@@ -24,9 +24,9 @@ const char* verdict_name(Verdict verdict);
 
 struct FailureVerdict {
   Verdict verdict = Verdict::permanent;
-  std::string class_name;    // the transient class that matched, empty when none did
-  std::string matched_line;  // the line that matched, verbatim
-  std::string reason;        // one sentence for the driver log and the console
+  std::string class_name;   // the transient class that matched, empty when none did
+  std::string matched_line; // the line that matched, verbatim
+  std::string reason;       // one sentence for the driver log and the console
 };
 
 /// The last lines of an attempt's output, in order; what classification looks at.

@@ -83,15 +83,26 @@ std::string manifest_json(const RunRecord& run) {
 }
 
 tl::expected<RunFolder, std::string> RunFolder::create(const std::filesystem::path& records,
-                                                       const std::string& run_id) {
+                                                       SystemTime start) {
   RunFolder folder;
-  folder.m_path = records / "runs" / run_id;
   std::error_code ec;
-  std::filesystem::create_directories(folder.m_path / "stages", ec);
-  if (ec) {
-    return tl::unexpected("cannot create " + (folder.m_path / "stages").string() + ": " +
-                          ec.message());
+  std::filesystem::create_directories(records / "runs", ec);
+  // Two runs started in the same second draw again until their folders differ: sharing one
+  // would mix their logs.
+  bool created = false;
+  for (int draw = 0; draw < 100 && !created && !ec; ++draw) {
+    folder.m_run_id = make_run_id(start);
+    folder.m_path = records / "runs" / folder.m_run_id;
+    created = std::filesystem::create_directory(folder.m_path, ec);
   }
+  if (created) {
+    std::filesystem::create_directory(folder.m_path / "stages", ec);
+  }
+  if (!created || ec) {
+    return tl::unexpected("cannot create a run folder under " + (records / "runs").string() + ": " +
+                          (ec ? ec.message() : "every id drawn is taken"));
+  }
+  const std::string& run_id = folder.m_run_id;
   if (auto opened = folder.m_driver_log.open(folder.m_path / "driver.log"); !opened) {
     return tl::unexpected(opened.error());
   }

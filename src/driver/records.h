@@ -8,6 +8,7 @@
 #include <tl/expected.hpp>
 
 #include "util/fs.h"
+#include "util/time.h"
 
 namespace kiln {
 
@@ -18,8 +19,10 @@ struct AttemptRecord {
   int number = 0;
   std::string started; // UTC ISO-8601
   double seconds = 0;
-  int exit_code = 0;   // the engine's status (128 + signal when killed), -1 when it never ran
-  std::string verdict; // ok | retry | permanent | refused-identical | exhausted | interrupted
+  int exit_code = -1; // the engine's status (128 + signal when killed); -1 while running or
+                      // when it never started
+  std::string verdict = "running"; // running | ok | retry | permanent | refused-identical |
+                                   // exhausted | interrupted
   std::string transient_class;
   std::string matched_line;
   std::string reason;
@@ -61,13 +64,16 @@ std::string manifest_json(const RunRecord& run);
 /// `latest` link beside `runs/`.
 class RunFolder {
 public:
-  /// Create `<records>/runs/<run_id>/stages` and point `<records>/latest` at it.
+  /// Create `<records>/runs/<run-id>/stages` for a new run id of a run started at `start`, and
+  /// point `<records>/latest` at it.
   static tl::expected<RunFolder, std::string> create(const std::filesystem::path& records,
-                                                     const std::string& run_id);
+                                                     SystemTime start);
 
+  const std::string& run_id() const { return m_run_id; }
   const std::filesystem::path& path() const { return m_path; }
 
-  /// Append `<utc time> <message>` to driver.log, on disk before this returns.
+  /// Append `<utc time> <message>` to driver.log; it reaches the kernel before this returns, so
+  /// it survives kiln being killed (not a power cut: no fsync per line).
   void log(std::string_view message);
 
   /// Rewrite manifest.json atomically: a kiln killed at any moment leaves a valid record.
@@ -77,6 +83,7 @@ public:
   static std::string attempt_log(const std::string& stage, int attempt);
 
 private:
+  std::string m_run_id;
   std::filesystem::path m_path;
   AppendFile m_driver_log;
 };

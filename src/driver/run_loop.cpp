@@ -139,7 +139,7 @@ std::vector<std::string> check_outside_needs(const Chain& chain,
 struct AttemptOutcome {
   ProcessExit exit;
   BuildProgress progress;
-  Tail evidence; // the last lines that say why it failed: what classification reads
+  Tail evidence; // the failing step's own output: what classification reads
   Tail tail;     // the last lines as printed, for the console
 };
 
@@ -162,11 +162,18 @@ AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
   std::deque<std::string> tail;
   LineSplitter lines([&](std::string_view line) {
     keep_last(tail, line, k_console_tail_lines);
-    if (!engine.echoes_instruction(line)) {
-      keep_last(evidence, line, k_failure_tail_lines);
-    }
+    int step = outcome.progress.step;
+    int build_stage = outcome.progress.build_stage;
     if (engine.update_progress(line, outcome.progress)) {
       console.stage_progress(outcome.progress);
+    }
+    // Earlier steps' lines differ between attempts (built, then served from the cache) and say
+    // nothing about the failure, so the evidence starts over with every step.
+    if (outcome.progress.step != step || outcome.progress.build_stage != build_stage) {
+      evidence.clear();
+    }
+    if (!engine.echoes_instruction(line)) {
+      keep_last(evidence, line, k_failure_tail_lines);
     }
   });
   outcome.exit = engine.build(
@@ -219,10 +226,6 @@ void Run::save() {
 
 Run::StageEnd Run::build_stage(const Stage& stage, int index, int count) {
   StageRecord& record = *m_record.find_stage(stage.name);
-  if (interrupt_signal() != 0) {
-    m_folder.log(fmt::format("stage {}: not started, the run was interrupted", stage.name));
-    return StageEnd::interrupted;
-  }
   BuildRequest request = request_for(m_chain, stage, m_options.build_arg_overrides);
   record.status = "running";
   record.started = utc_iso8601(std::chrono::system_clock::now());
@@ -260,8 +263,7 @@ Run::StageEnd Run::build_stage(const Stage& stage, int index, int count) {
     if (outcome.exit.interrupted || interrupt_signal() != 0) {
       a.verdict = "interrupted";
       a.reason = fmt::format("interrupted by {}; the engine's process group was stopped",
-                             sigabbrev_np(interrupt_signal()) ? sigabbrev_np(interrupt_signal())
-                                                              : "a signal");
+                             interrupt_signal_name());
       m_folder.log(
           fmt::format("stage {}: attempt {}/{} {}", stage.name, n, stage.attempts, a.reason));
       m_console.stage_finished(fmt::format("interrupted after {}", human_duration(a.seconds)));
@@ -336,6 +338,10 @@ int Run::execute(const std::vector<const Stage*>& stages) {
   for (size_t i = 0; i < stages.size(); ++i) {
     const Stage& stage = *stages[i];
     StageRecord& record = *m_record.find_stage(stage.name);
+    if (exit_code == k_exit_ok && interrupt_signal() != 0) {
+      m_record.status = "interrupted";
+      exit_code = k_exit_interrupted;
+    }
     if (exit_code != k_exit_ok) {
       record.status = "skipped";
       m_folder.log(fmt::format("stage {}: skipped, the run stopped before it", stage.name));
@@ -407,8 +413,13 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   }
 
   auto now = std::chrono::system_clock::now();
+  auto folder = RunFolder::create(chain.records, now);
+  if (!folder) {
+    report({error_line(folder.error())}, errors);
+    return k_exit_usage;
+  }
   RunRecord record;
-  record.run_id = make_run_id(now);
+  record.run_id = folder->run_id();
   record.chain_name = chain.name;
   record.chain_file = chain.file.string();
   record.engine = engine.name();
@@ -422,11 +433,6 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     s.command =
         quoted_command(engine.build_argv(request_for(chain, *stage, options.build_arg_overrides)));
     record.stages.push_back(s);
-  }
-  auto folder = RunFolder::create(chain.records, record.run_id);
-  if (!folder) {
-    report({error_line(folder.error())}, errors);
-    return k_exit_usage;
   }
   Run run(chain, engine, options, console, std::move(*folder), std::move(record));
   return run.execute(stages);

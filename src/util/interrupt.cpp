@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstring>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -45,6 +46,11 @@ int interrupt_fd() {
 
 int interrupt_signal() {
   return g_signal;
+}
+
+std::string interrupt_signal_name() {
+  const char* name = g_signal != 0 ? sigabbrev_np(g_signal) : nullptr;
+  return name != nullptr ? std::string("SIG") + name : std::string();
 }
 
 bool sleep_unless_interrupted(std::chrono::milliseconds duration) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <string>
 
 namespace kiln {
 
@@ -13,6 +14,9 @@ int interrupt_fd();
 
 /// The signal that arrived, 0 when none.
 int interrupt_signal();
+
+/// "SIGINT" or "SIGTERM" once one arrived, "" before.
+std::string interrupt_signal_name();
 
 /// Sleep, waking early on an interrupt. Returns false when interrupted.
 bool sleep_unless_interrupted(std::chrono::milliseconds duration);

@@ -128,7 +128,11 @@ TEST(Run, TransientFailureIsRetriedAndRecorded) {
 
 TEST(Run, IdenticalTransientFailureIsRefusedOnTheSecondAttempt) {
   ChainDir dir;
-  write_two_stage_chain(dir, "RUN echo 'dial tcp 127.0.0.1:5000: i/o timeout'; exit 1\n");
+  // The step before the failing one is built on attempt 1 and served from the cache on attempt
+  // 2: its lines differ, and must not hide that the failing step failed identically.
+  write_two_stage_chain(dir, "RUN echo " + dir.nonce() +
+                                 " > /fresh\n"
+                                 "RUN echo 'dial tcp 127.0.0.1:5000: i/o timeout'; exit 1\n");
 
   KilnResult result = dir.kiln({"run", "chain.toml"});
   EXPECT_EQ(result.exit_code, 1) << result.output;

@@ -306,8 +306,8 @@ TEST(ClassifyFailure, LastAttemptIsExhausted) {
   EXPECT_EQ(verdict.class_name, "registry-network");
   EXPECT_EQ(verdict.reason, "transient failure (class 'registry-network') on attempt 3 of 3; the "
                             "retry budget is used up");
-  // Exhaustion outranks an identical tail: the budget is the harder stop.
-  EXPECT_EQ(classify_failure(first, first, 3, 3, builtins()).verdict, Verdict::exhausted);
+  // An identical tail outranks exhaustion: it is the more telling reason to stop.
+  EXPECT_EQ(classify_failure(first, first, 3, 3, builtins()).verdict, Verdict::refused_identical);
   EXPECT_EQ(classify_failure(first, std::nullopt, 1, 1, builtins()).verdict, Verdict::exhausted);
 }
 

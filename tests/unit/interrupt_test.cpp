@@ -15,10 +15,12 @@ TEST(Interrupt, SigtermIsRecordedAndWakesEveryPoller) {
   install_interrupt_handlers();
   ASSERT_GE(interrupt_fd(), 0);
   EXPECT_EQ(interrupt_signal(), 0);
+  EXPECT_EQ(interrupt_signal_name(), "");
   EXPECT_TRUE(sleep_unless_interrupted(std::chrono::milliseconds(1)));
 
   ASSERT_EQ(std::raise(SIGTERM), 0);
   EXPECT_EQ(interrupt_signal(), SIGTERM);
+  EXPECT_EQ(interrupt_signal_name(), "SIGTERM");
   auto start = std::chrono::steady_clock::now();
   EXPECT_FALSE(sleep_unless_interrupted(std::chrono::seconds(30)));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));

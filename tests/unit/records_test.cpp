@@ -1,5 +1,6 @@
 // driver/records on real files.
 #include <fstream>
+#include <set>
 
 #include <unistd.h>
 
@@ -20,6 +21,11 @@ protected:
     std::filesystem::remove_all(m_root);
   }
   void TearDown() override { std::filesystem::remove_all(m_root); }
+
+  /// 2026-12-02T14:00:00Z plus `seconds`.
+  static SystemTime at(long seconds) {
+    return SystemTime(std::chrono::seconds(1796220000 + seconds));
+  }
 
   static RunRecord sample(const std::string& id, const std::string& status, double seconds) {
     RunRecord run;
@@ -48,18 +54,30 @@ protected:
 };
 
 TEST_F(RecordsTest, CreatesTheRunFolderAndPointsLatestAtIt) {
-  auto first = RunFolder::create(m_root, "20261202-140000-aaaa");
+  auto first = RunFolder::create(m_root, at(0));
   ASSERT_TRUE(first) << first.error();
-  EXPECT_TRUE(std::filesystem::is_directory(m_root / "runs/20261202-140000-aaaa/stages"));
-  EXPECT_EQ(std::filesystem::read_symlink(m_root / "latest"), "runs/20261202-140000-aaaa");
-  auto second = RunFolder::create(m_root, "20261202-140100-bbbb");
+  EXPECT_EQ(first->run_id().substr(0, 16), "20261202-140000-");
+  EXPECT_EQ(first->run_id().size(), 20u);
+  EXPECT_TRUE(std::filesystem::is_directory(m_root / "runs" / first->run_id() / "stages"));
+  EXPECT_EQ(std::filesystem::read_symlink(m_root / "latest"), "runs/" + first->run_id());
+  auto second = RunFolder::create(m_root, at(60));
   ASSERT_TRUE(second);
-  EXPECT_EQ(std::filesystem::read_symlink(m_root / "latest"), "runs/20261202-140100-bbbb");
-  EXPECT_FALSE(std::filesystem::exists(m_root / "latest.tmp-20261202-140100-bbbb"));
+  EXPECT_EQ(std::filesystem::read_symlink(m_root / "latest"), "runs/" + second->run_id());
+  EXPECT_FALSE(std::filesystem::exists(m_root / ("latest.tmp-" + second->run_id())));
+}
+
+TEST_F(RecordsTest, RunsStartedInTheSameSecondNeverShareAFolder) {
+  std::set<std::string> ids;
+  for (int i = 0; i < 50; ++i) {
+    auto folder = RunFolder::create(m_root, at(0));
+    ASSERT_TRUE(folder) << folder.error();
+    ids.insert(folder->run_id());
+  }
+  EXPECT_EQ(ids.size(), 50u);
 }
 
 TEST_F(RecordsTest, ManifestIsVersionedAndCarriesEveryAttempt) {
-  auto folder = RunFolder::create(m_root, "20261202-140000-aaaa");
+  auto folder = RunFolder::create(m_root, at(0));
   ASSERT_TRUE(folder);
   ASSERT_TRUE(folder->write_manifest(sample("20261202-140000-aaaa", "failed:base", 2.5)));
   std::ifstream in(folder->path() / "manifest.json");
@@ -89,7 +107,7 @@ TEST_F(RecordsTest, InvalidUtf8InAQuotedLineStillWritesTheManifest) {
 }
 
 TEST_F(RecordsTest, DriverLogLinesAreTimestampedInUtc) {
-  auto folder = RunFolder::create(m_root, "20261202-140000-aaaa");
+  auto folder = RunFolder::create(m_root, at(0));
   ASSERT_TRUE(folder);
   folder->log("stage base: attempt 1/3 start");
   std::ifstream in(folder->path() / "driver.log");
@@ -102,11 +120,11 @@ TEST_F(RecordsTest, DriverLogLinesAreTimestampedInUtc) {
 }
 
 TEST_F(RecordsTest, EtaComesFromTheNewestSuccessfulRun) {
-  auto old_ok = RunFolder::create(m_root, "20261201-100000-aaaa");
+  auto old_ok = RunFolder::create(m_root, at(-86400));
   ASSERT_TRUE(old_ok->write_manifest(sample("20261201-100000-aaaa", "ok", 40)));
-  auto newer_ok = RunFolder::create(m_root, "20261202-100000-bbbb");
+  auto newer_ok = RunFolder::create(m_root, at(0));
   ASSERT_TRUE(newer_ok->write_manifest(sample("20261202-100000-bbbb", "ok", 30)));
-  auto newest_failed = RunFolder::create(m_root, "20261202-110000-cccc");
+  auto newest_failed = RunFolder::create(m_root, at(3600));
   ASSERT_TRUE(newest_failed->write_manifest(sample("20261202-110000-cccc", "failed:base", 5)));
   auto eta = last_ok_seconds(m_root);
   ASSERT_EQ(eta.count("base"), 1u);
