@@ -1,0 +1,39 @@
+// The `[kiln-cc:stats]` line: what kiln-cc prints and kiln reads back from a stage log.
+#include <gtest/gtest.h>
+
+#include "compilecache/stats_line.h"
+
+namespace kiln::cc {
+namespace {
+
+TEST(StatsLine, RoundTrips) {
+  CompileStats stats{120, 100, 15, 5, 2};
+  std::string line = format_stats_line(stats);
+  EXPECT_EQ(line, "[kiln-cc:stats] {\"compile_requests\":120,\"hits\":100,\"misses\":15,"
+                  "\"errors\":5,\"bypasses\":2}");
+  auto parsed = parse_stats_line(line);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->compile_requests, 120);
+  EXPECT_EQ(parsed->hits, 100);
+  EXPECT_EQ(parsed->misses, 15);
+  EXPECT_EQ(parsed->errors, 5);
+  EXPECT_EQ(parsed->bypasses, 2);
+}
+
+TEST(StatsLine, OtherLinesAreNotStats) {
+  EXPECT_FALSE(parse_stats_line("STEP 2/2: RUN make"));
+  EXPECT_FALSE(parse_stats_line("[kiln-cc:stats] not json"));
+  EXPECT_FALSE(parse_stats_line("[kiln-cc:stats] [1,2]"));
+  EXPECT_FALSE(parse_stats_line(" [kiln-cc:stats] {}")); // the caller finds the prefix
+}
+
+TEST(StatsLine, MissingOrMistypedFieldsCountZero) {
+  auto parsed = parse_stats_line("[kiln-cc:stats] {\"compile_requests\":\"7\",\"hits\":3}");
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->compile_requests, 0);
+  EXPECT_EQ(parsed->hits, 3);
+  EXPECT_EQ(parsed->bypasses, 0);
+}
+
+} // namespace
+} // namespace kiln::cc
