@@ -48,6 +48,9 @@ struct Stage {
   std::vector<SourcePos> build_args_pos;
   std::vector<SecretRef> secrets;
   int attempts = 3;
+  /// The fewest compile requests the stage's kiln-cc steps must report, 0 for no floor: a
+  /// component that bypasses the compile cache adds nothing to a hit rate, only to this count.
+  int min_compile_requests = 0;
   /// Every name the Dockerfile declares with ARG (before or after FROM), in first-seen order.
   std::vector<std::string> declared_args;
 };

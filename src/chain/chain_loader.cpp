@@ -34,8 +34,10 @@ const std::vector<std::string> k_engine_keys = {"buildah"};
 const std::vector<std::string> k_buildah_keys = {"isolation"};
 const std::vector<std::string> k_defaults_keys = {"attempts", "cooldown_s", "cooldown_max_s"};
 const std::vector<std::string> k_transient_keys = {"name", "patterns", "retry_despite_identical"};
-const std::vector<std::string> k_stage_keys = {"name",  "dockerfile", "context", "target",  "tag",
-                                               "needs", "build_args", "secrets", "attempts"};
+const std::vector<std::string> k_stage_keys = {
+    "name",  "dockerfile", "context", "target",   "tag",
+    "needs", "build_args", "secrets", "attempts", "min_compile_requests"};
+const char* const k_attempts_hint = "1 means a single attempt and no retry";
 const std::vector<std::string> k_secret_keys = {"id", "env", "file"};
 
 const std::string_view k_identifier_rule = "use letters, digits and '_', not starting with a digit";
@@ -153,8 +155,9 @@ private:
   auto get(const toml::table& table, std::string_view where, std::string_view key,
            bool required = false) -> decltype(table.get(key)->as<T>());
   std::vector<const toml::table*> tables_in(const toml::table& root, std::string_view key);
+  /// A positive integer; `hint` says what 1 means, for the error below 1.
   std::optional<int> get_count(const toml::table& table, std::string_view where,
-                               std::string_view key);
+                               std::string_view key, std::string_view hint);
   std::optional<double> get_seconds(const toml::table& table, std::string_view where,
                                     std::string_view key);
   std::optional<fs::path> existing_path(const toml::value<std::string>& node, std::string_view what,
@@ -241,7 +244,7 @@ std::vector<const toml::table*> Loader::tables_in(const toml::table& root, std::
 }
 
 std::optional<int> Loader::get_count(const toml::table& table, std::string_view where,
-                                     std::string_view key) {
+                                     std::string_view key, std::string_view hint) {
   const auto* node = get<int64_t>(table, where, key);
   if (!node) {
     return std::nullopt;
@@ -249,7 +252,7 @@ std::optional<int> Loader::get_count(const toml::table& table, std::string_view 
   int64_t value = node->get();
   if (value < 1) {
     error(pos(*node), fmt::format("'{}' {} must be at least 1, not {}", key, where, value),
-          "1 means a single attempt and no retry");
+          std::string(hint));
     return std::nullopt;
   }
   if (value > std::numeric_limits<int>::max()) {
@@ -377,7 +380,7 @@ void Loader::read_defaults(const toml::table& root) {
   const std::string_view where = "in [defaults]";
   check_keys(*defaults, where, k_defaults_keys);
   RetryPolicy& policy = m_chain.defaults;
-  if (auto attempts = get_count(*defaults, where, "attempts")) {
+  if (auto attempts = get_count(*defaults, where, "attempts", k_attempts_hint)) {
     policy.attempts = *attempts;
   }
   auto cooldown = get_seconds(*defaults, where, "cooldown_s");
@@ -507,7 +510,13 @@ void Loader::read_stage(const toml::table& table) {
       }
     }
   }
-  stage.attempts = get_count(table, where, "attempts").value_or(m_chain.defaults.attempts);
+  stage.attempts =
+      get_count(table, where, "attempts", k_attempts_hint).value_or(m_chain.defaults.attempts);
+  stage.min_compile_requests =
+      get_count(table, where, "min_compile_requests",
+                "leave it out for no floor; 1 already catches a step that compiled nothing "
+                "through the cache")
+          .value_or(0);
   m_chain.stages.push_back(std::move(stage));
   m_sources.push_back(std::move(source));
 }

@@ -22,6 +22,18 @@ double rounded(double seconds) {
   return std::round(seconds * 1000) / 1000;
 }
 
+Json compile_json(const std::optional<CompileReport>& c) {
+  if (!c) {
+    return nullptr;
+  }
+  return {{"compile_requests", c->totals.compile_requests},
+          {"hits", c->totals.hits},
+          {"misses", c->totals.misses},
+          {"errors", c->totals.errors},
+          {"bypasses", c->totals.bypasses},
+          {"reports", c->reports}};
+}
+
 Json attempt_json(const AttemptRecord& a) {
   return {{"number", a.number},
           {"started", a.started},
@@ -33,7 +45,8 @@ Json attempt_json(const AttemptRecord& a) {
           {"reason", a.reason},
           {"log", a.log},
           {"steps_run", a.steps_run},
-          {"steps_cached", a.steps_cached}};
+          {"steps_cached", a.steps_cached},
+          {"compile", compile_json(a.compile)}};
 }
 
 Json stage_json(const StageRecord& s) {
@@ -49,10 +62,21 @@ Json stage_json(const StageRecord& s) {
           {"ended", s.ended},
           {"seconds", rounded(s.seconds)},
           {"image_id", s.image_id},
+          {"failure", s.failure},
+          {"min_compile_requests", s.min_compile_requests},
           {"attempts", attempts}};
 }
 
 } // namespace
+
+void CompileReport::add(const cc::CompileStats& stats) {
+  totals.compile_requests += stats.compile_requests;
+  totals.hits += stats.hits;
+  totals.misses += stats.misses;
+  totals.errors += stats.errors;
+  totals.bypasses += stats.bypasses;
+  ++reports;
+}
 
 StageRecord* RunRecord::find_stage(const std::string& name) {
   for (auto& stage : stages) {

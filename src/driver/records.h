@@ -2,11 +2,13 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <tl/expected.hpp>
 
+#include "compilecache/stats_line.h"
 #include "util/fs.h"
 #include "util/time.h"
 
@@ -14,6 +16,14 @@ namespace kiln {
 
 /// The manifest schema version; bump it on any change a reader could notice (docs/records.md).
 constexpr int k_manifest_schema = 1;
+
+/// What the kiln-cc steps of one attempt reported, summed over the steps that reported.
+struct CompileReport {
+  cc::CompileStats totals;
+  int reports = 0; // how many `[kiln-cc:stats]` lines were seen
+
+  void add(const cc::CompileStats& stats);
+};
 
 struct AttemptRecord {
   int number = 0;
@@ -29,6 +39,7 @@ struct AttemptRecord {
   std::string log; // relative to the run folder
   int steps_run = 0;
   int steps_cached = 0;
+  std::optional<CompileReport> compile; // absent when no step reported
 };
 
 struct StageRecord {
@@ -40,6 +51,8 @@ struct StageRecord {
   std::string ended;
   double seconds = 0;
   std::string image_id;
+  std::string failure; // why the stage failed: the last attempt's reason or a gate's
+  int min_compile_requests = 0;
   std::vector<AttemptRecord> attempts;
 };
 

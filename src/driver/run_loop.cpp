@@ -10,7 +10,9 @@
 
 #include <fmt/format.h>
 
+#include "compilecache/stats_line.h"
 #include "driver/attempt.h"
+#include "driver/kiln_tools.h"
 #include "driver/records.h"
 #include "util/diagnostic.h"
 #include "util/interrupt.h"
@@ -44,8 +46,10 @@ std::string host_name() {
   return name;
 }
 
-BuildRequest request_for(const Chain& chain, const Stage& stage, const KeyValues& overrides) {
+BuildRequest request_for(const Chain& chain, const Stage& stage, const KeyValues& overrides,
+                         const std::filesystem::path& tools) {
   BuildRequest request;
+  request.tools = tools;
   request.dockerfile = stage.dockerfile;
   request.context = stage.context;
   request.target = stage.target;
@@ -139,8 +143,9 @@ std::vector<std::string> check_outside_needs(const Chain& chain,
 struct AttemptOutcome {
   ProcessExit exit;
   BuildProgress progress;
-  Tail evidence; // the failing step's own output: what classification reads
-  Tail tail;     // the last lines as printed, for the console
+  Tail evidence;                        // the failing step's own output: what classification reads
+  Tail tail;                            // the last lines as printed, for the console
+  std::optional<CompileReport> compile; // what the stage's kiln-cc steps reported, summed
 };
 
 void keep_last(std::deque<std::string>& lines, std::string_view line, size_t count) {
@@ -175,6 +180,13 @@ AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
     if (!engine.echoes_instruction(line)) {
       keep_last(evidence, line, k_failure_tail_lines);
     }
+    // Found anywhere in the line: an engine may prefix what a RUN printed.
+    if (size_t at = line.find(cc::k_stats_prefix); at != std::string_view::npos) {
+      if (auto stats = cc::parse_stats_line(line.substr(at))) {
+        outcome.compile = outcome.compile.value_or(CompileReport{});
+        outcome.compile->add(*stats);
+      }
+    }
   });
   outcome.exit = engine.build(
       request,
@@ -194,12 +206,33 @@ AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
   return outcome;
 }
 
+/// Why a built stage still fails its compile-request floor, if it does. Retrying cannot help:
+/// the same Dockerfile sends the same compiles past the cache.
+std::optional<std::string> compile_floor_failure(const Stage& stage,
+                                                 const std::optional<CompileReport>& report) {
+  if (stage.min_compile_requests == 0) {
+    return std::nullopt;
+  }
+  if (!report) {
+    return fmt::format("no step reported compile-cache stats, and min_compile_requests is {}: "
+                       "end each compiling step with `kiln-cc session stats`",
+                       stage.min_compile_requests);
+  }
+  if (report->totals.compile_requests >= stage.min_compile_requests) {
+    return std::nullopt;
+  }
+  return fmt::format("only {} compile request(s) reached the compile cache, below "
+                     "min_compile_requests {}: the compiles bypassed the cache (a hit rate cannot "
+                     "show this: a compile that never reaches the cache is not counted in it)",
+                     report->totals.compile_requests, stage.min_compile_requests);
+}
+
 class Run {
 public:
   Run(const Chain& chain, const Engine& engine, const RunOptions& options, Console& console,
-      RunFolder folder, RunRecord record)
+      std::filesystem::path tools, RunFolder folder, RunRecord record)
       : m_chain(chain), m_engine(engine), m_options(options), m_console(console),
-        m_folder(std::move(folder)), m_record(std::move(record)) {}
+        m_tools(std::move(tools)), m_folder(std::move(folder)), m_record(std::move(record)) {}
 
   int execute(const std::vector<const Stage*>& stages);
 
@@ -212,6 +245,7 @@ private:
   const Engine& m_engine;
   const RunOptions& m_options;
   Console& m_console;
+  std::filesystem::path m_tools;
   RunFolder m_folder;
   RunRecord m_record;
   std::map<std::string, double> m_eta;
@@ -226,7 +260,7 @@ void Run::save() {
 
 Run::StageEnd Run::build_stage(const Stage& stage, int index, int count) {
   StageRecord& record = *m_record.find_stage(stage.name);
-  BuildRequest request = request_for(m_chain, stage, m_options.build_arg_overrides);
+  BuildRequest request = request_for(m_chain, stage, m_options.build_arg_overrides, m_tools);
   record.status = "running";
   record.started = utc_iso8601(std::chrono::system_clock::now());
   Clock::time_point stage_start = Clock::now();
@@ -269,9 +303,17 @@ Run::StageEnd Run::build_stage(const Stage& stage, int index, int count) {
       m_console.stage_finished(fmt::format("interrupted after {}", human_duration(a.seconds)));
       return StageEnd::interrupted;
     }
+    a.compile = outcome.compile;
     if (outcome.exit.ok()) {
       a.verdict = "ok";
       record.image_id = outcome.progress.image_id;
+      if (auto floor = compile_floor_failure(stage, outcome.compile)) {
+        record.failure = *floor;
+        m_folder.log(fmt::format("stage {}: attempt {}/{} built, but {}", stage.name, n,
+                                 stage.attempts, *floor));
+        m_console.stage_finished("failed: " + *floor);
+        return StageEnd::failed;
+      }
       m_folder.log(fmt::format(
           "stage {}: attempt {}/{} ok in {:.1f}s, {}/{} steps cached, image {}", stage.name, n,
           stage.attempts, a.seconds, a.steps_cached, a.steps_run, record.image_id));
@@ -297,6 +339,7 @@ Run::StageEnd Run::build_stage(const Stage& stage, int index, int count) {
     failed += "; " + verdict.reason;
     std::string log_path = (m_folder.path() / a.log).string();
     if (verdict.verdict != Verdict::retry) {
+      record.failure = verdict.reason;
       m_folder.log(failed);
       m_console.stage_finished(
           fmt::format("failed after {}: {}", human_duration(a.seconds), verdict.reason));
@@ -388,6 +431,7 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   }
   const std::vector<const Stage*>& stages = *selected;
   std::vector<std::string> problems = check_request(stages, options);
+  std::filesystem::path tools = kiln_tools_dir(chain.records);
 
   if (options.dry_run) {
     if (!report(problems, errors)) {
@@ -396,7 +440,7 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     for (size_t i = 0; i < stages.size(); ++i) {
       fmt::print("# [{}/{}] {}\n{}\n", i + 1, stages.size(), stages[i]->name,
                  quoted_command(engine.build_argv(
-                     request_for(chain, *stages[i], options.build_arg_overrides))));
+                     request_for(chain, *stages[i], options.build_arg_overrides, tools))));
     }
     return k_exit_ok;
   }
@@ -409,6 +453,11 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     problems.insert(problems.end(), outside.begin(), outside.end());
   }
   if (!report(problems, errors)) {
+    return k_exit_usage;
+  }
+  // Only now: a request refused above must leave nothing behind.
+  if (auto refreshed = refresh_kiln_tools(chain.records); !refreshed) {
+    report({error_line(refreshed.error())}, errors);
     return k_exit_usage;
   }
 
@@ -430,11 +479,12 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     StageRecord s;
     s.name = stage->name;
     s.tag = stage->tag;
-    s.command =
-        quoted_command(engine.build_argv(request_for(chain, *stage, options.build_arg_overrides)));
+    s.min_compile_requests = stage->min_compile_requests;
+    s.command = quoted_command(
+        engine.build_argv(request_for(chain, *stage, options.build_arg_overrides, tools)));
     record.stages.push_back(s);
   }
-  Run run(chain, engine, options, console, std::move(*folder), std::move(record));
+  Run run(chain, engine, options, console, tools, std::move(*folder), std::move(record));
   return run.execute(stages);
 }
 

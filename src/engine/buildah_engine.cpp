@@ -94,6 +94,9 @@ std::vector<std::string> BuildahEngine::build_argv(const BuildRequest& request) 
     argv.insert(argv.end(), {"--build-context",
                              fmt::format("{}=container-image://{}", context.name, context.image)});
   }
+  if (!request.tools.empty()) {
+    argv.insert(argv.end(), {"--build-context", "kiln-tools=" + request.tools.string()});
+  }
   for (const auto& [key, value] : request.build_args) {
     argv.insert(argv.end(), {"--build-arg", key + "=" + value});
   }

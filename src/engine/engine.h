@@ -27,6 +27,9 @@ struct BuildRequest {
   std::string tag;
   KeyValues build_args;
   std::vector<NamedContext> contexts;
+  /// A folder holding kiln's static tools (kiln-cc), offered to the Dockerfile as the named
+  /// context `kiln-tools`; empty when kiln has none to offer.
+  std::filesystem::path tools;
   std::vector<SecretRef> secrets;
 };
 

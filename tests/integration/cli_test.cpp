@@ -54,26 +54,25 @@ TEST(Cli, DryRunPrintsTheExactEngineCommandsWithOnlyDeclaredPins) {
   KilnResult result = dir.kiln({"run", "chain.toml", "--dry-run"});
   ASSERT_EQ(result.exit_code, 0) << result.output;
   std::string common = "buildah build --isolation chroot --layers --file " + d + "/stages/";
+  // kiln-cc stands beside the kiln under test, so every stage is offered the kiln-tools context.
+  std::string tools = "--build-context kiln-tools=" + d + "/records/tools ";
   EXPECT_EQ(result.output,
-            "# [1/5] base\n" + common +
-                "base.Dockerfile --tag localhost/hello-base:latest --build-arg "
-                "BASE_RELEASE=2026.12 " +
-                d + "\n# [2/5] toolchain\n" + common +
+            "# [1/5] base\n" + common + "base.Dockerfile --tag localhost/hello-base:latest " +
+                tools + "--build-arg BASE_RELEASE=2026.12 " + d + "\n# [2/5] toolchain\n" + common +
                 "toolchain.Dockerfile --tag localhost/hello-toolchain:latest --build-context "
-                "base=container-image://localhost/hello-base:latest --build-arg "
-                "TOOLCHAIN_VERSION=1.4.0 " +
-                d + "\n# [3/5] libs\n" + common +
+                "base=container-image://localhost/hello-base:latest " +
+                tools + "--build-arg TOOLCHAIN_VERSION=1.4.0 " + d + "\n# [3/5] libs\n" + common +
                 "libs.Dockerfile --tag localhost/hello-libs:latest --build-context "
-                "toolchain=container-image://localhost/hello-toolchain:latest --build-arg "
-                "LIBGREET_VERSION=2.1.3 --build-arg LIB_FLAGS=-O2 " +
-                d + "\n# [4/5] final\n" + common +
+                "toolchain=container-image://localhost/hello-toolchain:latest " +
+                tools + "--build-arg LIBGREET_VERSION=2.1.3 --build-arg LIB_FLAGS=-O2 " + d +
+                "\n# [4/5] final\n" + common +
                 "final.Dockerfile --tag localhost/hello-final:latest --build-context "
                 "base=container-image://localhost/hello-base:latest --build-context "
                 "libs=container-image://localhost/hello-libs:latest " +
-                d + "\n# [5/5] smoke\n" + common +
+                tools + d + "\n# [5/5] smoke\n" + common +
                 "smoke.Dockerfile --tag localhost/hello-smoke:latest --build-context "
                 "final=container-image://localhost/hello-final:latest " +
-                d + "\n");
+                tools + d + "\n");
   EXPECT_EQ(result.output.find("DOCS_THEME"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "records")) << "a dry run records nothing";
 }

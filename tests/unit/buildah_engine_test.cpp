@@ -100,6 +100,7 @@ TEST(BuildahEngine, ArgvSpellsEveryPartOfTheRequest) {
   request.build_args = {{"A", "1"}, {"B", "x y"}};
   request.contexts = {{"toolchain", "localhost/hello-toolchain:latest"}};
   request.secrets = {{"token", "TOKEN", {}, {}}, {"netrc", {}, "/home/u/.netrc", {}}};
+  request.tools = "/r/tools";
   std::vector<std::string> expected = {
       "buildah",
       "build",
@@ -114,6 +115,8 @@ TEST(BuildahEngine, ArgvSpellsEveryPartOfTheRequest) {
       "built",
       "--build-context",
       "toolchain=container-image://localhost/hello-toolchain:latest",
+      "--build-context",
+      "kiln-tools=/r/tools",
       "--build-arg",
       "A=1",
       "--build-arg",

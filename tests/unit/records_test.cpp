@@ -98,6 +98,28 @@ TEST_F(RecordsTest, ManifestIsVersionedAndCarriesEveryAttempt) {
   EXPECT_EQ(files, 3u); // driver.log, manifest.json, stages/
 }
 
+TEST_F(RecordsTest, CompileReportsAreSummedAndRecorded) {
+  RunRecord run = sample("20261202-140000-aaaa", "failed:base", 1);
+  CompileReport report;
+  report.add({10, 8, 2, 0, 1});
+  report.add({5, 5, 0, 0, 0});
+  run.stages[0].attempts[0].compile = report;
+  run.stages[0].min_compile_requests = 20;
+  run.stages[0].failure = "only 15 compile request(s) reached the compile cache";
+  auto doc = nlohmann::json::parse(manifest_json(run));
+  const auto& compile = doc["stages"][0]["attempts"][0]["compile"];
+  EXPECT_EQ(compile["compile_requests"], 15);
+  EXPECT_EQ(compile["hits"], 13);
+  EXPECT_EQ(compile["misses"], 2);
+  EXPECT_EQ(compile["bypasses"], 1);
+  EXPECT_EQ(compile["reports"], 2);
+  EXPECT_EQ(doc["stages"][0]["min_compile_requests"], 20);
+  EXPECT_EQ(doc["stages"][0]["failure"], "only 15 compile request(s) reached the compile cache");
+  run.stages[0].attempts[0].compile.reset();
+  EXPECT_TRUE(
+      nlohmann::json::parse(manifest_json(run))["stages"][0]["attempts"][0]["compile"].is_null());
+}
+
 TEST_F(RecordsTest, InvalidUtf8InAQuotedLineStillWritesTheManifest) {
   RunRecord run = sample("20261202-140000-aaaa", "failed:base", 1);
   run.stages[0].attempts[0].matched_line = "caf\xe9: connection reset by peer";
