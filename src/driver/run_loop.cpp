@@ -209,8 +209,11 @@ AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
 /// Why a built stage still fails its compile-request floor, if it does. Retrying cannot help:
 /// the same Dockerfile sends the same compiles past the cache.
 std::optional<std::string> compile_floor_failure(const Stage& stage,
-                                                 const std::optional<CompileReport>& report) {
-  if (stage.min_compile_requests == 0) {
+                                                 const std::optional<CompileReport>& report,
+                                                 const BuildProgress& progress) {
+  // The layer cache served every step: nothing compiled, so nothing could bypass the cache.
+  bool all_cached = progress.steps_run > 0 && progress.steps_cached == progress.steps_run;
+  if (stage.min_compile_requests == 0 || all_cached) {
     return std::nullopt;
   }
   if (!report) {
@@ -307,7 +310,7 @@ Run::StageEnd Run::build_stage(const Stage& stage, int index, int count) {
     if (outcome.exit.ok()) {
       a.verdict = "ok";
       record.image_id = outcome.progress.image_id;
-      if (auto floor = compile_floor_failure(stage, outcome.compile)) {
+      if (auto floor = compile_floor_failure(stage, outcome.compile, outcome.progress)) {
         record.failure = *floor;
         m_folder.log(fmt::format("stage {}: attempt {}/{} built, but {}", stage.name, n,
                                  stage.attempts, *floor));

@@ -51,6 +51,14 @@ TEST(CompileFloor, CompilesThroughKilnCcInsideTheBuildAreCounted) {
   EXPECT_EQ(stats["misses"], 1);
   EXPECT_EQ(stats["bypasses"], 0);
   EXPECT_EQ(stats["reports"], 1);
+
+  // Unchanged, the stage is served from the layer cache: nothing compiles and nothing reports,
+  // which is no bypass.
+  KilnResult again = dir.kiln({"run", "chain.toml"});
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  json cached = dir.latest_manifest()["stages"][1];
+  EXPECT_EQ(cached["attempts"][0]["steps_cached"], cached["attempts"][0]["steps_run"]);
+  EXPECT_TRUE(cached["attempts"][0]["compile"].is_null());
 }
 
 TEST(CompileFloor, ACompileThatBypassedTheCacheFailsTheStage) {
@@ -77,7 +85,8 @@ TEST(CompileFloor, ACompileThatBypassedTheCacheFailsTheStage) {
 
 TEST(CompileFloor, AStageThatReportsNothingFailsTheFloor) {
   ChainDir dir;
-  dir.write("base.Dockerfile", k_base_dockerfile);
+  // A step that runs (not served from the cache) but reports nothing.
+  dir.write("base.Dockerfile", std::string(k_base_dockerfile) + "RUN echo " + dir.nonce() + "\n");
   dir.write("chain.toml", "[chain]\nname = \"cc" + dir.nonce() +
                               "\"\n[[stage]]\nname = \"base\"\ndockerfile = \"base.Dockerfile\"\n"
                               "min_compile_requests = 5\n");
