@@ -232,23 +232,28 @@ std::optional<std::string> compile_floor_failure(const Stage& stage,
 
 class Run {
 public:
-  Run(const Chain& chain, const Engine& engine, const RunOptions& options, Console& console,
-      std::filesystem::path tools, RunFolder folder, RunRecord record)
-      : m_chain(chain), m_engine(engine), m_options(options), m_console(console),
-        m_tools(std::move(tools)), m_folder(std::move(folder)), m_record(std::move(record)) {}
+  Run(const Chain& chain, const Engine& engine, Console& console, RunFolder folder,
+      RunRecord record)
+      : m_chain(chain), m_engine(engine), m_console(console), m_folder(std::move(folder)),
+        m_record(std::move(record)) {
+    // Chain-file classes first: they are the more specific, and name the verdict.
+    m_classes = m_chain.transient;
+    m_classes.insert(m_classes.end(), builtin_transient_classes().begin(),
+                     builtin_transient_classes().end());
+  }
 
-  int execute(const std::vector<const Stage*>& stages);
+  /// Build `stages` in order, each with its request (the same index).
+  int execute(const std::vector<const Stage*>& stages, const std::vector<BuildRequest>& requests);
 
 private:
   enum class StageEnd { ok, failed, interrupted };
-  StageEnd build_stage(const Stage& stage, int index, int count);
+  StageEnd build_stage(const Stage& stage, const BuildRequest& request, int index, int count);
   void save();
 
   const Chain& m_chain;
   const Engine& m_engine;
-  const RunOptions& m_options;
   Console& m_console;
-  std::filesystem::path m_tools;
+  std::vector<TransientClass> m_classes;
   RunFolder m_folder;
   RunRecord m_record;
   std::map<std::string, double> m_eta;
@@ -261,16 +266,13 @@ void Run::save() {
   }
 }
 
-Run::StageEnd Run::build_stage(const Stage& stage, int index, int count) {
+Run::StageEnd Run::build_stage(const Stage& stage, const BuildRequest& request, int index,
+                               int count) {
   StageRecord& record = *m_record.find_stage(stage.name);
-  BuildRequest request = request_for(m_chain, stage, m_options.build_arg_overrides, m_tools);
   record.status = "running";
   record.started = utc_iso8601(std::chrono::system_clock::now());
   Clock::time_point stage_start = Clock::now();
   std::optional<Tail> previous_tail;
-  std::vector<TransientClass> classes = m_chain.transient;
-  classes.insert(classes.end(), builtin_transient_classes().begin(),
-                 builtin_transient_classes().end());
 
   for (int n = 1; n <= stage.attempts; ++n) {
     AttemptRecord attempt;
@@ -327,7 +329,7 @@ Run::StageEnd Run::build_stage(const Stage& stage, int index, int count) {
     }
 
     FailureVerdict verdict =
-        classify_failure(outcome.evidence, previous_tail, n, stage.attempts, classes);
+        classify_failure(outcome.evidence, previous_tail, n, stage.attempts, m_classes);
     a.verdict = verdict_name(verdict.verdict);
     a.transient_class = verdict.class_name;
     a.matched_line = verdict.matched_line;
@@ -364,7 +366,8 @@ Run::StageEnd Run::build_stage(const Stage& stage, int index, int count) {
   return StageEnd::failed; // unreachable: the last attempt's verdict is never `retry`
 }
 
-int Run::execute(const std::vector<const Stage*>& stages) {
+int Run::execute(const std::vector<const Stage*>& stages,
+                 const std::vector<BuildRequest>& requests) {
   m_eta = last_ok_seconds(m_chain.records);
   Clock::time_point start = Clock::now();
   save();
@@ -393,7 +396,8 @@ int Run::execute(const std::vector<const Stage*>& stages) {
       m_folder.log(fmt::format("stage {}: skipped, the run stopped before it", stage.name));
       continue;
     }
-    StageEnd end = build_stage(stage, static_cast<int>(i) + 1, static_cast<int>(stages.size()));
+    StageEnd end =
+        build_stage(stage, requests[i], static_cast<int>(i) + 1, static_cast<int>(stages.size()));
     record.ended = utc_iso8601(std::chrono::system_clock::now());
     switch (end) {
     case StageEnd::ok:
@@ -435,6 +439,10 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   const std::vector<const Stage*>& stages = *selected;
   std::vector<std::string> problems = check_request(stages, options);
   std::filesystem::path tools = kiln_tools_dir(chain.records);
+  std::vector<BuildRequest> requests;
+  for (const Stage* stage : stages) {
+    requests.push_back(request_for(chain, *stage, options.build_arg_overrides, tools));
+  }
 
   if (options.dry_run) {
     if (!report(problems, errors)) {
@@ -442,8 +450,7 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     }
     for (size_t i = 0; i < stages.size(); ++i) {
       fmt::print("# [{}/{}] {}\n{}\n", i + 1, stages.size(), stages[i]->name,
-                 quoted_command(engine.build_argv(
-                     request_for(chain, *stages[i], options.build_arg_overrides, tools))));
+                 quoted_command(engine.build_argv(requests[i])));
     }
     return k_exit_ok;
   }
@@ -478,17 +485,16 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   record.engine_version = *version;
   record.host = host_name();
   record.started = utc_iso8601(now);
-  for (const Stage* stage : stages) {
+  for (size_t i = 0; i < stages.size(); ++i) {
     StageRecord s;
-    s.name = stage->name;
-    s.tag = stage->tag;
-    s.min_compile_requests = stage->min_compile_requests;
-    s.command = quoted_command(
-        engine.build_argv(request_for(chain, *stage, options.build_arg_overrides, tools)));
+    s.name = stages[i]->name;
+    s.tag = stages[i]->tag;
+    s.min_compile_requests = stages[i]->min_compile_requests;
+    s.command = quoted_command(engine.build_argv(requests[i]));
     record.stages.push_back(s);
   }
-  Run run(chain, engine, options, console, tools, std::move(*folder), std::move(record));
-  return run.execute(stages);
+  Run run(chain, engine, console, std::move(*folder), std::move(record));
+  return run.execute(stages, requests);
 }
 
 } // namespace kiln
