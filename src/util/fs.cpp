@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -47,6 +48,20 @@ tl::expected<void, std::string> write_file_atomic(const std::filesystem::path& p
     return tl::unexpected(fmt::format("cannot write {}: {}", path.string(), std::strerror(saved)));
   }
   return {};
+}
+
+tl::expected<uint64_t, std::string> free_bytes(const std::filesystem::path& path) {
+  std::filesystem::path probe = path;
+  std::error_code error;
+  while (!probe.empty() && !std::filesystem::exists(probe, error) && probe != probe.root_path()) {
+    probe = probe.parent_path();
+  }
+  struct statvfs stats {};
+  if (::statvfs(probe.empty() ? "." : probe.c_str(), &stats) != 0) {
+    return tl::unexpected(
+        fmt::format("cannot measure free space on {}: {}", probe.string(), std::strerror(errno)));
+  }
+  return static_cast<uint64_t>(stats.f_bavail) * stats.f_frsize;
 }
 
 tl::expected<std::string, std::string> read_file(const std::filesystem::path& path) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -14,6 +15,10 @@ tl::expected<void, std::string> write_file_atomic(const std::filesystem::path& p
                                                   std::string_view content);
 
 tl::expected<std::string, std::string> read_file(const std::filesystem::path& path);
+
+/// Bytes an unprivileged writer can still use on the filesystem holding `path` (the nearest
+/// existing folder above it when it does not exist yet).
+tl::expected<uint64_t, std::string> free_bytes(const std::filesystem::path& path);
 
 /// A file that every write reaches at once (no user-space buffer): a log that survives the
 /// writer being killed.

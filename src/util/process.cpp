@@ -142,6 +142,8 @@ ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink, int int
   // wait this long for the end of output before giving up on it.
   constexpr auto k_drain_timeout = std::chrono::seconds(5);
   Clock::time_point drain_deadline{};
+  const bool limited = spec.timeout.count() > 0;
+  const Clock::time_point time_limit = Clock::now() + spec.timeout;
   char buffer[65536];
 
   while (!leader_done || out_fd >= 0) {
@@ -166,6 +168,11 @@ ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink, int int
     } else if (pidfd < 0) {
       timeout_ms = 100; // no pidfd: fall back to polling the leader
     }
+    if (limited && !interrupting && !leader_done) {
+      int left = static_cast<int>(std::max<long>(
+          0, std::chrono::duration_cast<std::chrono::milliseconds>(time_limit - now).count()));
+      timeout_ms = timeout_ms < 0 ? left : std::min(timeout_ms, left);
+    }
     int ready = ::poll(fds.data(), fds.size(), timeout_ms);
     if (ready < 0 && errno != EINTR) {
       break;
@@ -189,6 +196,12 @@ ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink, int int
         kill_deadline = now + grace;
         kill_group(pid, SIGINT);
       }
+    }
+    if (limited && !interrupting && !leader_done && now >= time_limit) {
+      interrupting = true;
+      result.timed_out = true;
+      kill_deadline = now + grace;
+      kill_group(pid, SIGINT);
     }
     if (interrupting && !leader_done && now >= kill_deadline) {
       kill_group(pid, SIGKILL);

@@ -16,6 +16,8 @@ struct ProcessSpec {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env; // added to the inherited environment
   std::filesystem::path cwd;                            // empty: kiln's own
+  /// Stop it like an interrupt once this much time has passed; zero: no limit.
+  std::chrono::milliseconds timeout{0};
 };
 
 /// How a process ended.
@@ -23,6 +25,7 @@ struct ProcessExit {
   int exit_code = -1;       // when it exited
   int term_signal = 0;      // when a signal killed it
   bool interrupted = false; // stopped because the interrupt fd became readable
+  bool timed_out = false;   // stopped because the spec's timeout passed
   std::string spawn_error;  // set when it never started
 
   bool ok() const { return spawn_error.empty() && term_signal == 0 && exit_code == 0; }

@@ -103,6 +103,21 @@ TEST(Process, InterruptEscalatesToSigkillAfterTheGrace) {
   EXPECT_EQ(exit.term_signal, SIGKILL);
 }
 
+TEST(Process, TimeoutStopsTheGroupLikeAnInterrupt) {
+  std::string output;
+  ProcessSpec spec{{"sh", "-c",
+                    "trap 'echo got-int; exit 6' INT; echo started; "
+                    "while true; do sleep 0.05; done"},
+                   {},
+                   {},
+                   std::chrono::milliseconds(300)};
+  ProcessExit exit = run_process(spec, [&](std::string_view chunk) { output += chunk; });
+  EXPECT_TRUE(exit.timed_out);
+  EXPECT_FALSE(exit.interrupted);
+  EXPECT_EQ(exit.exit_code, 6);
+  EXPECT_EQ(output, "started\ngot-int\n");
+}
+
 TEST(Process, PassesEnvironmentAndWorkingDirectory) {
   std::string output;
   ProcessExit exit = run_process(
