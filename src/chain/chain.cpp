@@ -1,6 +1,18 @@
 #include "chain/chain.h"
 
+#include "util/strings.h"
+
 namespace kiln {
+
+std::string CacheSpec::attr(std::string_view key) const {
+  for (const auto& field : split(text, ',')) {
+    std::string_view item = trim(field);
+    if (item.size() > key.size() && item.starts_with(key) && item[key.size()] == '=') {
+      return std::string(item.substr(key.size() + 1));
+    }
+  }
+  return {};
+}
 
 const Stage* Chain::find_stage(const std::string& name) const {
   for (const auto& stage : stages) {
@@ -9,6 +21,26 @@ const Stage* Chain::find_stage(const std::string& name) const {
     }
   }
   return nullptr;
+}
+
+std::string Chain::pushed_ref(const Stage& stage) const {
+  // The first path component names a registry when it looks like a host (docker's rule).
+  std::string_view name = stage.tag;
+  if (size_t slash = name.find('/'); slash != std::string_view::npos) {
+    std::string_view first = name.substr(0, slash);
+    if (first == "localhost" || first.find_first_of(".:") != std::string_view::npos) {
+      name.remove_prefix(slash + 1);
+    }
+  }
+  return registry + "/" + std::string(name);
+}
+
+std::filesystem::path Chain::cache_slug(const Stage& stage) const {
+  std::string slug = name + "-" + stage.name;
+  if (!stage.lane.empty()) {
+    slug += "-" + stage.lane;
+  }
+  return cache.root / slug;
 }
 
 } // namespace kiln

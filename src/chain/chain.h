@@ -1,7 +1,9 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -35,6 +37,25 @@ struct RetryPolicy {
   double cooldown_max_s = 60; // the doubling stops here
 };
 
+/// A cache import or export as BuildKit spells it: `type=registry,ref=...,mode=max`.
+struct CacheSpec {
+  std::string text; // as written
+  SourcePos pos;
+
+  /// The value of attribute `key`, empty when absent.
+  std::string attr(std::string_view key) const;
+};
+
+/// How kiln uses BuildKit's cache tiers. Every tier is off unless the chain asks for it.
+struct CachePolicy {
+  bool local = false;         // the local stage export (`mode=max`, one slug per stage and lane)
+  std::filesystem::path root; // where the slugs live; absolute
+  int import_flakes_before_drop = 2; // registry cache-import flakes before dropping the registry
+  bool salvage = true;               // re-drive named targets so a failed stage's export lands
+  double salvage_min_free_gb = 40;   // below this free space the salvage is skipped
+  double salvage_target_timeout_s = 600;
+};
+
 struct Stage {
   std::string name;
   SourcePos pos;                    // of the [[stage]] table
@@ -53,6 +74,14 @@ struct Stage {
   int min_compile_requests = 0;
   /// Every name the Dockerfile declares with ARG (before or after FROM), in first-seen order.
   std::vector<std::string> declared_args;
+
+  // BuildKit cache tiers.
+  std::string lane;                  // part of the local cache slug's name (an arch, a variant)
+  bool cache_local = false;          // the local stage export, from [cache] local unless set here
+  std::vector<CacheSpec> cache_from; // registry tiers the build imports
+  std::vector<CacheSpec> cache_to;   // registry and inline tiers the build exports
+  std::optional<CacheSpec> snapshot_to; // the registry mode=max export `kiln cache snapshot`
+                                        // writes, never on a build's critical path
 };
 
 struct Chain {
@@ -61,6 +90,9 @@ struct Chain {
   std::string name;
   std::string engine = "buildah";
   std::string buildah_isolation = "chroot";
+  std::string buildkit_host; // [engine.buildkit] host; empty: buildctl's default
+  std::string registry;      // stage handoff by push when set (BuildKit)
+  CachePolicy cache;
   std::filesystem::path versions_file; // absolute; empty when the chain names none
   std::filesystem::path records;       // absolute
   KeyValues versions;                  // pins from versions_file, in file order
@@ -69,6 +101,14 @@ struct Chain {
   std::vector<Stage> stages;             // in file order
 
   const Stage* find_stage(const std::string& name) const;
+
+  /// The reference a stage's image is pushed to when the chain names a registry: the tag's
+  /// repository and tag moved under the registry (`localhost/hello-base:latest` ->
+  /// `<registry>/hello-base:latest`).
+  std::string pushed_ref(const Stage& stage) const;
+
+  /// The local cache slug of a stage: one folder per stage and lane under the cache root.
+  std::filesystem::path cache_slug(const Stage& stage) const;
 };
 
 } // namespace kiln

@@ -25,18 +25,27 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> k_engines = {"buildah"};
+const std::vector<std::string> k_engines = {"buildah", "buildkit"};
 const std::vector<std::string> k_isolations = {"chroot", "oci", "rootless"};
 
-const std::vector<std::string> k_top_keys = {"chain", "engine", "defaults", "transient", "stage"};
-const std::vector<std::string> k_chain_keys = {"name", "engine", "versions", "records"};
-const std::vector<std::string> k_engine_keys = {"buildah"};
+const std::vector<std::string> k_top_keys = {"chain",     "engine", "defaults",
+                                             "transient", "cache",  "stage"};
+const std::vector<std::string> k_chain_keys = {"name", "engine", "versions", "records", "registry"};
+const std::vector<std::string> k_engine_keys = {"buildah", "buildkit"};
+const std::vector<std::string> k_buildkit_keys = {"host"};
+const std::vector<std::string> k_cache_keys = {"local",
+                                               "root",
+                                               "import_flakes_before_drop",
+                                               "salvage",
+                                               "salvage_min_free_gb",
+                                               "salvage_target_timeout_s"};
 const std::vector<std::string> k_buildah_keys = {"isolation"};
 const std::vector<std::string> k_defaults_keys = {"attempts", "cooldown_s", "cooldown_max_s"};
 const std::vector<std::string> k_transient_keys = {"name", "patterns", "retry_despite_identical"};
 const std::vector<std::string> k_stage_keys = {
-    "name",  "dockerfile", "context", "target",   "tag",
-    "needs", "build_args", "secrets", "attempts", "min_compile_requests"};
+    "name",  "dockerfile",  "context",    "target",   "tag",
+    "needs", "build_args",  "secrets",    "attempts", "min_compile_requests",
+    "lane",  "cache_local", "cache_from", "cache_to", "snapshot_cache_to"};
 const char* const k_attempts_hint = "1 means a single attempt and no retry";
 const std::vector<std::string> k_secret_keys = {"id", "env", "file"};
 
@@ -135,7 +144,8 @@ struct StageSource {
 
 class Loader {
 public:
-  explicit Loader(const fs::path& file) : m_file(file), m_name(file.string()) {}
+  Loader(const fs::path& file, const LoadOptions& options)
+      : m_file(file), m_name(file.string()), m_options(options) {}
 
   tl::expected<Chain, Diagnostics> load();
 
@@ -166,6 +176,9 @@ private:
   void read_chain(const toml::table& root);
   void read_engine(const toml::table& root);
   void read_defaults(const toml::table& root);
+  void read_cache(const toml::table& root);
+  std::vector<CacheSpec> read_cache_specs(const toml::table& table, std::string_view key);
+  std::optional<CacheSpec> read_cache_spec(const toml::node& node, std::string_view key);
   void read_transient(const toml::table& table);
   void read_stage(const toml::table& table);
   void read_build_args(const toml::table& table, Stage& stage);
@@ -175,10 +188,15 @@ private:
   void check_cycles();
   void visit(size_t index, std::vector<VisitState>& state, std::vector<size_t>& path);
   void check_declared_args();
+  void check_cache_tiers();
 
   fs::path m_file;
   std::string m_name; // the chain file as the user named it, for diagnostics
+  LoadOptions m_options;
   Chain m_chain;
+  std::optional<SourcePos> m_engine_pos;   // where the chain names its engine
+  std::optional<SourcePos> m_registry_pos; // where it names a registry
+  std::optional<bool> m_cache_local;       // [cache] local as written
   Diagnostics m_diagnostics;
   std::vector<StageSource> m_sources;          // one per stage
   std::map<std::string, size_t> m_stage_index; // first stage of each name
@@ -337,6 +355,19 @@ void Loader::read_chain(const toml::table& root) {
             fmt::format("supported engines: {}", join(k_engines, ", ")));
     } else {
       m_chain.engine = engine->get();
+      m_engine_pos = pos(*engine);
+    }
+  }
+  if (const auto* registry = get<std::string>(*table, where, "registry")) {
+    m_chain.registry = registry->get();
+    m_registry_pos = pos(*registry);
+    while (!m_chain.registry.empty() && m_chain.registry.back() == '/') {
+      m_chain.registry.pop_back();
+    }
+    if (m_chain.registry.empty() || m_chain.registry.find("://") != std::string::npos) {
+      error(pos(*registry),
+            fmt::format("registry '{}' is not a registry reference", registry->get()),
+            "write host[:port]/path, e.g. \"registry.example:5000/team\", without a scheme");
     }
   }
   if (const auto* versions = get<std::string>(*table, where, "versions")) {
@@ -355,6 +386,17 @@ void Loader::read_engine(const toml::table& root) {
     return;
   }
   check_keys(*engine, "in [engine]", k_engine_keys);
+  if (const auto* buildkit = get<toml::table>(*engine, "in [engine]", "buildkit")) {
+    check_keys(*buildkit, "in [engine.buildkit]", k_buildkit_keys);
+    if (const auto* host = get<std::string>(*buildkit, "in [engine.buildkit]", "host")) {
+      m_chain.buildkit_host = host->get();
+      if (m_chain.buildkit_host.find("://") == std::string::npos) {
+        error(pos(*host), fmt::format("buildkit host '{}' has no scheme", m_chain.buildkit_host),
+              "write unix:///path/to/buildkitd.sock, tcp://host:port, or another address "
+              "buildctl --addr accepts");
+      }
+    }
+  }
   const auto* buildah = get<toml::table>(*engine, "in [engine]", "buildah");
   if (!buildah) {
     return;
@@ -370,6 +412,82 @@ void Loader::read_engine(const toml::table& root) {
       m_chain.buildah_isolation = value;
     }
   }
+}
+
+void Loader::read_cache(const toml::table& root) {
+  m_chain.cache.root = m_chain.records / "cache";
+  const auto* cache = get<toml::table>(root, "at the top level", "cache");
+  if (!cache) {
+    return;
+  }
+  const std::string_view where = "in [cache]";
+  check_keys(*cache, where, k_cache_keys);
+  if (const auto* local = get<bool>(*cache, where, "local")) {
+    m_cache_local = local->get();
+    m_chain.cache.local = local->get();
+  }
+  if (const auto* root_dir = get<std::string>(*cache, where, "root")) {
+    m_chain.cache.root = resolve(root_dir->get());
+  }
+  if (auto flakes = get_count(*cache, where, "import_flakes_before_drop",
+                              "1 drops the registry tiers after the first import flake")) {
+    m_chain.cache.import_flakes_before_drop = *flakes;
+  }
+  if (const auto* salvage = get<bool>(*cache, where, "salvage")) {
+    m_chain.cache.salvage = salvage->get();
+  }
+  if (const toml::node* node = cache->get("salvage_min_free_gb")) {
+    if (!node->is_number() || node->value<double>().value_or(-1) < 0) {
+      error(pos(*node), "'salvage_min_free_gb' in [cache] must be a number of GB, 0 or more",
+            "0 salvages whatever the free space");
+    } else {
+      m_chain.cache.salvage_min_free_gb = node->value<double>().value_or(0);
+    }
+  }
+  if (auto timeout = get_seconds(*cache, where, "salvage_target_timeout_s")) {
+    m_chain.cache.salvage_target_timeout_s = *timeout;
+  }
+}
+
+std::optional<CacheSpec> Loader::read_cache_spec(const toml::node& node, std::string_view key) {
+  const auto* text = node.as_string();
+  if (!text) {
+    error(pos(node), fmt::format("each of '{}' must be a string, not {}", key, type_name(node)),
+          "write BuildKit's form, e.g. \"type=registry,ref=registry.example/app:cache\"");
+    return std::nullopt;
+  }
+  CacheSpec spec{text->get(), pos(node)};
+  std::string type = spec.attr("type");
+  bool import = key == "cache_from";
+  if (type == "local") {
+    error(spec.pos, fmt::format("'{}' names a local cache; kiln manages that tier itself", key),
+          "set local = true in [cache] (or cache_local = true on the stage) instead");
+    return std::nullopt;
+  }
+  if (type != "registry" && (import || type != "inline")) {
+    error(spec.pos, fmt::format("'{}' entry '{}' has type '{}'", key, spec.text, type),
+          import ? "a stage imports type=registry caches; the local tier is [cache] local"
+                 : "a stage exports type=registry or type=inline caches");
+    return std::nullopt;
+  }
+  if (type == "registry" && spec.attr("ref").empty()) {
+    error(spec.pos, fmt::format("'{}' entry '{}' has no ref", key, spec.text),
+          "add ref=<registry>/<repository>:<tag>");
+    return std::nullopt;
+  }
+  return spec;
+}
+
+std::vector<CacheSpec> Loader::read_cache_specs(const toml::table& table, std::string_view key) {
+  std::vector<CacheSpec> specs;
+  if (const auto* array = get<toml::array>(table, "in [[stage]]", key)) {
+    for (const auto& element : *array) {
+      if (auto spec = read_cache_spec(element, key)) {
+        specs.push_back(std::move(*spec));
+      }
+    }
+  }
+  return specs;
 }
 
 void Loader::read_defaults(const toml::table& root) {
@@ -517,6 +635,30 @@ void Loader::read_stage(const toml::table& table) {
                 "leave it out for no floor; 1 already catches a step that compiled nothing "
                 "through the cache")
           .value_or(0);
+  if (const auto* lane = get<std::string>(table, where, "lane")) {
+    stage.lane = lane->get();
+    if (!is_lower_name(stage.lane, true)) {
+      error(pos(*lane), fmt::format("lane '{}' is not valid", stage.lane),
+            "use lower-case letters, digits, '_', '.' and '-': it names a cache folder");
+    }
+  }
+  stage.cache_local = m_chain.cache.local;
+  if (const auto* local = get<bool>(table, where, "cache_local")) {
+    stage.cache_local = local->get();
+  }
+  stage.cache_from = read_cache_specs(table, "cache_from");
+  stage.cache_to = read_cache_specs(table, "cache_to");
+  if (const toml::node* snapshot = table.get("snapshot_cache_to")) {
+    if (auto spec = read_cache_spec(*snapshot, "snapshot_cache_to")) {
+      if (spec->attr("type") != "registry" || spec->attr("mode") != "max") {
+        error(spec->pos, "'snapshot_cache_to' must be a type=registry export with mode=max",
+              "a snapshot exists to carry every intermediate vertex off the host; write "
+              "\"type=registry,ref=...,mode=max\"");
+      } else {
+        stage.snapshot_to = std::move(spec);
+      }
+    }
+  }
   m_chain.stages.push_back(std::move(stage));
   m_sources.push_back(std::move(source));
 }
@@ -686,6 +828,77 @@ void Loader::check_declared_args() {
   }
 }
 
+void Loader::check_cache_tiers() {
+  if (m_chain.engine != "buildkit") {
+    // buildah has no cache import or export; a tier it silently ignored would look insured.
+    std::string hint = m_options.engine.empty()
+                           ? "set engine = \"buildkit\" in [chain], or run with --engine buildkit"
+                           : "run with --engine buildkit, or drop the cache settings";
+    if (m_registry_pos) {
+      error(*m_registry_pos,
+            "'registry' hands stages over by push, which only the buildkit "
+            "engine does",
+            hint);
+    }
+    for (const auto& stage : m_chain.stages) {
+      for (const auto* specs : {&stage.cache_from, &stage.cache_to}) {
+        for (const auto& spec : *specs) {
+          error(spec.pos,
+                fmt::format("stage '{}' names cache tier '{}', which only the buildkit engine "
+                            "has",
+                            stage.name, spec.text),
+                hint);
+        }
+      }
+      if (stage.snapshot_to) {
+        error(stage.snapshot_to->pos,
+              fmt::format("stage '{}' names a snapshot cache, which only the buildkit engine "
+                          "has",
+                          stage.name),
+              hint);
+      }
+    }
+    return;
+  }
+  // Every registry cache a stage imports must be written by something in this chain: an import
+  // whose export is switched off misses on every build, so every stage rebuilds from scratch.
+  std::vector<std::string> exported;
+  for (const auto& stage : m_chain.stages) {
+    for (const auto& spec : stage.cache_to) {
+      if (spec.attr("type") == "registry") {
+        exported.push_back(spec.attr("ref"));
+      } else if (m_chain.registry.empty()) {
+        error(spec.pos,
+              fmt::format("stage '{}' exports an inline cache, which travels inside a pushed "
+                          "image, but the chain pushes nothing",
+                          stage.name),
+              "name a registry in [chain] registry, or remove type=inline");
+      } else {
+        exported.push_back(m_chain.pushed_ref(stage));
+      }
+    }
+    if (stage.snapshot_to) {
+      exported.push_back(stage.snapshot_to->attr("ref"));
+    }
+  }
+  for (const auto& stage : m_chain.stages) {
+    for (const auto& spec : stage.cache_from) {
+      std::string ref = spec.attr("ref");
+      if (std::find(exported.begin(), exported.end(), ref) == exported.end()) {
+        error(spec.pos,
+              fmt::format("stage '{}' imports cache '{}', which no stage of this chain exports: "
+                          "the import would miss on every build and the stage rebuild from "
+                          "scratch",
+                          stage.name, ref),
+              fmt::format("add cache_to = [\"type=registry,ref={},mode=max\"] (or "
+                          "snapshot_cache_to) to the stage that builds it, or remove this "
+                          "cache_from",
+                          ref));
+      }
+    }
+  }
+}
+
 tl::expected<Chain, Diagnostics> Loader::load() {
   std::error_code ignored;
   if (fs::is_directory(m_file, ignored)) {
@@ -711,7 +924,11 @@ tl::expected<Chain, Diagnostics> Loader::load() {
   check_keys(root, "at the top level", k_top_keys);
   read_chain(root);
   read_engine(root);
+  if (!m_options.engine.empty()) {
+    m_chain.engine = m_options.engine;
+  }
   read_defaults(root);
+  read_cache(root);
   for (const auto* table : tables_in(root, "transient")) {
     read_transient(*table);
   }
@@ -729,6 +946,7 @@ tl::expected<Chain, Diagnostics> Loader::load() {
   check_needs();
   check_cycles();
   check_declared_args();
+  check_cache_tiers();
 
   if (!m_diagnostics.empty()) {
     // Chain-file problems first, each file top to bottom, the way an editor walks them.
@@ -744,8 +962,9 @@ tl::expected<Chain, Diagnostics> Loader::load() {
 
 } // namespace
 
-tl::expected<Chain, Diagnostics> load_chain(const std::filesystem::path& file) {
-  return Loader(file).load();
+tl::expected<Chain, Diagnostics> load_chain(const std::filesystem::path& file,
+                                            const LoadOptions& options) {
+  return Loader(file, options).load();
 }
 
 } // namespace kiln

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 
 #include <tl/expected.hpp>
 
@@ -9,8 +10,13 @@
 
 namespace kiln {
 
+struct LoadOptions {
+  std::string engine; // overrides [chain] engine when set (`--engine`); must be a known engine
+};
+
 /// Read, parse and validate a chain file, its versions file and the ARGs its Dockerfiles
 /// declare. Returns every problem found (not only the first) so one edit fixes them all.
-tl::expected<Chain, Diagnostics> load_chain(const std::filesystem::path& file);
+tl::expected<Chain, Diagnostics> load_chain(const std::filesystem::path& file,
+                                            const LoadOptions& options = {});
 
 } // namespace kiln

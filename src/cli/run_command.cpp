@@ -23,11 +23,17 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
   run->add_option("--build-arg", args.build_args,
                   "K=V overriding versions pins and chain build args (repeatable)");
   run->add_flag("--dry-run", args.dry_run, "Print each stage's engine command; run nothing");
+  run->add_option("--engine", args.engine, "Build with this engine instead of the chain's")
+      ->check(CLI::IsMember({"buildah", "buildkit"}));
+  run->add_flag("--no-cache-export", args.no_cache_export,
+                "Leave out every registry-facing cache import and export (BuildKit)");
+  run->add_flag("--no-salvage", args.no_salvage,
+                "Do not re-drive a failed stage's finished targets to land its cache export");
   return run;
 }
 
 int run_command(const RunArgs& args) {
-  auto chain = load_chain(args.chain_file);
+  auto chain = load_chain(args.chain_file, {args.engine});
   if (!chain) {
     for (const auto& diagnostic : chain.error()) {
       std::fputs(format_diagnostic(diagnostic).c_str(), stderr);
@@ -40,6 +46,8 @@ int run_command(const RunArgs& args) {
   options.selection.only = args.only;
   options.selection.from = args.from;
   options.dry_run = args.dry_run;
+  options.no_cache_export = args.no_cache_export;
+  options.no_salvage = args.no_salvage;
   for (const auto& pair : args.build_args) {
     size_t equals = pair.find('=');
     if (equals == std::string::npos) {

@@ -13,6 +13,9 @@ struct RunArgs {
   std::string from;
   std::vector<std::string> build_args;
   bool dry_run = false;
+  std::string engine; // empty: the chain's
+  bool no_cache_export = false;
+  bool no_salvage = false;
 };
 
 /// `kiln run CHAIN`: register the subcommand and its options, filling `args`.

@@ -5,8 +5,13 @@
 #include <vector>
 
 #include "chain/chain.h"
+#include "engine/engine.h"
 
 namespace kiln {
+
+/// The built-in class of registry cache-import flakes, which the run answers by dropping the
+/// registry-facing cache tiers after repeated hits.
+constexpr std::string_view k_cache_import_class = "cache-import";
 
 /// The built-in transient classes: builder and registry flakes that go away on their own.
 const std::vector<TransientClass>& builtin_transient_classes();
@@ -28,12 +33,6 @@ struct FailureVerdict {
   std::string matched_line; // the line that matched, verbatim
   std::string reason;       // one sentence for the driver log and the console
 };
-
-/// The last lines of an attempt's output, in order; what classification looks at.
-using Tail = std::vector<std::string>;
-
-/// How many trailing lines of output classification and the identical-failure check read.
-constexpr size_t k_failure_tail_lines = 60;
 
 /// Remove what differs between two runs of the same failure and says nothing about it:
 /// per-line elapsed-time prefixes (`#12 3.456 ` -> `#12 `), timestamps (-> `<time>`), durations

@@ -44,8 +44,12 @@ Json attempt_json(const AttemptRecord& a) {
           {"matched_line", a.matched_line},
           {"reason", a.reason},
           {"log", a.log},
+          {"command", a.command},
+          {"registry_cache_dropped", a.registry_cache_dropped},
           {"steps_run", a.steps_run},
           {"steps_cached", a.steps_cached},
+          {"vertices", a.vertices},
+          {"vertices_cached", a.vertices_cached},
           {"compile", compile_json(a.compile)}};
 }
 
@@ -53,6 +57,13 @@ Json stage_json(const StageRecord& s) {
   Json attempts = Json::array();
   for (const auto& a : s.attempts) {
     attempts.push_back(attempt_json(a));
+  }
+  Json salvage = Json::array();
+  for (const auto& r : s.salvage) {
+    salvage.push_back({{"target", r.target},
+                       {"verdict", r.verdict},
+                       {"seconds", rounded(r.seconds)},
+                       {"log", r.log}});
   }
   return {{"name", s.name},
           {"tag", s.tag},
@@ -64,7 +75,9 @@ Json stage_json(const StageRecord& s) {
           {"image_id", s.image_id},
           {"failure", s.failure},
           {"min_compile_requests", s.min_compile_requests},
-          {"attempts", attempts}};
+          {"attempts", attempts},
+          {"salvage", salvage},
+          {"salvage_note", s.salvage_note}};
 }
 
 } // namespace

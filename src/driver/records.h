@@ -15,7 +15,7 @@
 namespace kiln {
 
 /// The manifest schema version; bump it on any change a reader could notice (docs/records.md).
-constexpr int k_manifest_schema = 1;
+constexpr int k_manifest_schema = 2;
 
 /// What the kiln-cc steps of one attempt reported, summed over the steps that reported.
 struct CompileReport {
@@ -36,10 +36,23 @@ struct AttemptRecord {
   std::string transient_class;
   std::string matched_line;
   std::string reason;
-  std::string log; // relative to the run folder
+  std::string log;     // relative to the run folder
+  std::string command; // the engine argv of this attempt, shell-quoted
+  /// Registry-facing cache arguments were left out (after import flakes, or asked for).
+  bool registry_cache_dropped = false;
   int steps_run = 0;
   int steps_cached = 0;
+  int vertices = 0; // every operation the engine reported (BuildKit); 0 for buildah
+  int vertices_cached = 0;
   std::optional<CompileReport> compile; // absent when no step reported
+};
+
+/// One re-drive of a failed stage's Dockerfile up to a named target, to land its cache export.
+struct SalvageRecord {
+  std::string target;
+  std::string verdict; // ok | failed | timed-out | interrupted
+  double seconds = 0;
+  std::string log; // relative to the run folder
 };
 
 struct StageRecord {
@@ -54,6 +67,8 @@ struct StageRecord {
   std::string failure; // why the stage failed: the last attempt's reason or a gate's
   int min_compile_requests = 0;
   std::vector<AttemptRecord> attempts;
+  std::vector<SalvageRecord> salvage; // re-drives after a failure, so the cache export lands
+  std::string salvage_note;           // why there was no salvage, when there was none
 };
 
 struct RunRecord {

@@ -11,10 +11,14 @@
 #include <fmt/format.h>
 
 #include "compilecache/stats_line.h"
+#include "dockerfile/instructions.h"
 #include "driver/attempt.h"
+#include "driver/build_request.h"
 #include "driver/kiln_tools.h"
 #include "driver/records.h"
+#include "driver/salvage.h"
 #include "util/diagnostic.h"
+#include "util/fs.h"
 #include "util/interrupt.h"
 #include "util/strings.h"
 #include "util/time.h"
@@ -44,22 +48,6 @@ std::string host_name() {
   char name[256] = {};
   ::gethostname(name, sizeof name - 1);
   return name;
-}
-
-BuildRequest request_for(const Chain& chain, const Stage& stage, const KeyValues& overrides,
-                         const std::filesystem::path& tools) {
-  BuildRequest request;
-  request.tools = tools;
-  request.dockerfile = stage.dockerfile;
-  request.context = stage.context;
-  request.target = stage.target;
-  request.tag = stage.tag;
-  request.build_args = stage_build_args(chain, stage, overrides);
-  for (const auto& need : stage.needs) {
-    request.contexts.push_back({need, chain.find_stage(need)->tag});
-  }
-  request.secrets = stage.secrets;
-  return request;
 }
 
 std::string error_line(const std::string& message) {
@@ -112,28 +100,28 @@ std::vector<std::string> check_request(const std::vector<const Stage*>& stages,
   return problems;
 }
 
-/// Needs that this run does not build must already be in the engine's store.
-std::vector<std::string> check_outside_needs(const Chain& chain,
-                                             const std::vector<const Stage*>& stages,
+/// Needs that this run does not build must have been built before.
+std::vector<std::string> check_outside_needs(const std::vector<const Stage*>& stages,
+                                             const std::vector<BuildRequest>& requests,
                                              const Engine& engine) {
   std::vector<std::string> problems;
   std::map<std::string, bool> checked;
-  for (const Stage* stage : stages) {
-    for (const auto& need : stage->needs) {
+  for (size_t i = 0; i < stages.size(); ++i) {
+    for (const auto& context : requests[i].contexts) {
       bool built_here = false;
       for (const Stage* s : stages) {
-        built_here = built_here || s->name == need;
+        built_here = built_here || s->name == context.name;
       }
-      if (built_here || checked.count(need) > 0) {
+      if (built_here || checked.count(context.name) > 0) {
         continue;
       }
-      const std::string& tag = chain.find_stage(need)->tag;
-      checked[need] = engine.image_exists(tag);
-      if (!checked[need]) {
-        problems.push_back(error_line(
-            fmt::format("stage '{}' needs '{}', which this run does not build, and {} has no "
-                        "image {}; build it first (kiln run --only {}) or widen the selection",
-                        stage->name, need, engine.name(), tag, need)));
+      checked[context.name] = engine.has_stage_image(context);
+      if (!checked[context.name]) {
+        problems.push_back(error_line(fmt::format(
+            "stage '{}' needs '{}', which this run does not build, and {} has no image of it "
+            "from an earlier run ({}); build it first (kiln run --only {}) or widen the selection",
+            stages[i]->name, context.name, engine.name(),
+            engine.name() == "buildah" ? context.image : context.metadata.string(), context.name)));
       }
     }
   }
@@ -146,6 +134,7 @@ struct AttemptOutcome {
   Tail evidence;                        // the failing step's own output: what classification reads
   Tail tail;                            // the last lines as printed, for the console
   std::optional<CompileReport> compile; // what the stage's kiln-cc steps reported, summed
+  std::vector<std::string> finished_build_stages;
 };
 
 void keep_last(std::deque<std::string>& lines, std::string_view line, size_t count) {
@@ -155,30 +144,22 @@ void keep_last(std::deque<std::string>& lines, std::string_view line, size_t cou
   }
 }
 
+/// One engine invocation: the whole output to `log_path`, progress to the console (when given).
 AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
-                           const std::filesystem::path& log_path, Console& console) {
+                           const std::filesystem::path& log_path, Console* console,
+                           std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
   AttemptOutcome outcome;
   AppendFile log;
   if (auto opened = log.open(log_path); !opened) {
     outcome.exit.spawn_error = opened.error();
     return outcome;
   }
-  std::deque<std::string> evidence;
+  std::unique_ptr<BuildOutput> output = engine.read_output();
   std::deque<std::string> tail;
   LineSplitter lines([&](std::string_view line) {
     keep_last(tail, line, k_console_tail_lines);
-    int step = outcome.progress.step;
-    int build_stage = outcome.progress.build_stage;
-    if (engine.update_progress(line, outcome.progress)) {
-      console.stage_progress(outcome.progress);
-    }
-    // Earlier steps' lines differ between attempts (built, then served from the cache) and say
-    // nothing about the failure, so the evidence starts over with every step.
-    if (outcome.progress.step != step || outcome.progress.build_stage != build_stage) {
-      evidence.clear();
-    }
-    if (!engine.echoes_instruction(line)) {
-      keep_last(evidence, line, k_failure_tail_lines);
+    if (output->feed(line) && console != nullptr) {
+      console->stage_progress(output->progress());
     }
     // Found anywhere in the line: an engine may prefix what a RUN printed.
     if (size_t at = line.find(cc::k_stats_prefix); at != std::string_view::npos) {
@@ -194,14 +175,16 @@ AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
         log.write(chunk); // the whole output, byte for byte, before anything interprets it
         lines.feed(chunk);
       },
-      interrupt_fd());
+      interrupt_fd(), timeout);
   lines.finish();
+  outcome.progress = output->progress();
+  outcome.evidence = output->evidence();
+  outcome.finished_build_stages = output->finished_build_stages();
   if (!outcome.exit.spawn_error.empty()) {
     log.write("kiln: " + outcome.exit.spawn_error + "\n");
     keep_last(tail, outcome.exit.spawn_error, k_console_tail_lines);
-    keep_last(evidence, outcome.exit.spawn_error, k_failure_tail_lines);
+    outcome.evidence.push_back(outcome.exit.spawn_error);
   }
-  outcome.evidence.assign(evidence.begin(), evidence.end());
   outcome.tail.assign(tail.begin(), tail.end());
   return outcome;
 }
@@ -232,10 +215,10 @@ std::optional<std::string> compile_floor_failure(const Stage& stage,
 
 class Run {
 public:
-  Run(const Chain& chain, const Engine& engine, Console& console, RunFolder folder,
-      RunRecord record)
-      : m_chain(chain), m_engine(engine), m_console(console), m_folder(std::move(folder)),
-        m_record(std::move(record)) {
+  Run(const Chain& chain, const Engine& engine, const RunOptions& options, Console& console,
+      RunFolder folder, RunRecord record)
+      : m_chain(chain), m_engine(engine), m_options(options), m_console(console),
+        m_folder(std::move(folder)), m_record(std::move(record)) {
     // Chain-file classes first: they are the more specific, and name the verdict.
     m_classes = m_chain.transient;
     m_classes.insert(m_classes.end(), builtin_transient_classes().begin(),
@@ -247,11 +230,18 @@ public:
 
 private:
   enum class StageEnd { ok, failed, interrupted };
-  StageEnd build_stage(const Stage& stage, const BuildRequest& request, int index, int count);
+  StageEnd build_stage(const Stage& stage, BuildRequest request, int index, int count);
+  /// After import flakes of the registry cache, the next attempt leaves the registry out.
+  void drop_registry_cache_after_flakes(const Stage& stage, BuildRequest& request,
+                                        int import_flakes, int next_attempt);
+  /// Land the local cache export of what a failed build finished (see salvage.h).
+  void salvage(const Stage& stage, const BuildRequest& request, const AttemptOutcome& failed,
+               StageRecord& record);
   void save();
 
   const Chain& m_chain;
   const Engine& m_engine;
+  const RunOptions& m_options;
   Console& m_console;
   std::vector<TransientClass> m_classes;
   RunFolder m_folder;
@@ -266,23 +256,56 @@ void Run::save() {
   }
 }
 
-Run::StageEnd Run::build_stage(const Stage& stage, const BuildRequest& request, int index,
-                               int count) {
+bool has_registry_cache(const BuildRequest& request) {
+  return !request.cache_from.empty() || !request.cache_to.empty();
+}
+
+void Run::drop_registry_cache_after_flakes(const Stage& stage, BuildRequest& request,
+                                           int import_flakes, int next_attempt) {
+  if (request.drop_registry_cache || !has_registry_cache(request) ||
+      import_flakes < m_chain.cache.import_flakes_before_drop) {
+    return;
+  }
+  request.drop_registry_cache = true;
+  std::vector<std::string> dropped;
+  for (const auto& spec : request.cache_from) {
+    dropped.push_back("--import-cache " + spec);
+  }
+  for (const auto& spec : request.cache_to) {
+    dropped.push_back("--export-cache " + spec);
+  }
+  std::string message = fmt::format(
+      "stage {}: {} registry cache-import flake(s); attempt {} drops every registry-facing cache "
+      "argument ({}) and finishes on the local tier{}",
+      stage.name, import_flakes, next_attempt, join(dropped, "; "),
+      request.cache_slug.empty() ? " (none is configured: it builds without a cache import)"
+                                 : " (" + request.cache_slug.string() + ")");
+  m_folder.log(message);
+  m_console.note(message);
+}
+
+Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int index, int count) {
   StageRecord& record = *m_record.find_stage(stage.name);
   record.status = "running";
   record.started = utc_iso8601(std::chrono::system_clock::now());
   Clock::time_point stage_start = Clock::now();
   std::optional<Tail> previous_tail;
+  int import_flakes = 0;
 
   for (int n = 1; n <= stage.attempts; ++n) {
     AttemptRecord attempt;
     attempt.number = n;
     attempt.started = utc_iso8601(std::chrono::system_clock::now());
     attempt.log = RunFolder::attempt_log(stage.name, n);
+    // Built now, not at the start of the run: the digests of the stages it needs and the
+    // cache tiers it uses are known only now.
+    attempt.command = quoted_command(m_engine.build_argv(request));
+    attempt.registry_cache_dropped = request.drop_registry_cache && has_registry_cache(request);
+    record.command = attempt.command;
     record.attempts.push_back(attempt);
     save();
     m_folder.log(fmt::format("stage {}: attempt {}/{} start: {}", stage.name, n, stage.attempts,
-                             record.command));
+                             attempt.command));
     StageView view{index, count, stage.name, n, stage.attempts, std::nullopt};
     if (auto eta = m_eta.find(stage.name); eta != m_eta.end()) {
       view.eta_seconds = eta->second;
@@ -291,12 +314,14 @@ Run::StageEnd Run::build_stage(const Stage& stage, const BuildRequest& request, 
 
     Clock::time_point attempt_start = Clock::now();
     AttemptOutcome outcome =
-        run_attempt(m_engine, request, m_folder.path() / attempt.log, m_console);
+        run_attempt(m_engine, request, m_folder.path() / attempt.log, &m_console);
     AttemptRecord& a = record.attempts.back();
     a.seconds = seconds_since(attempt_start);
     a.exit_code = outcome.exit.spawn_error.empty() ? outcome.exit.status_code() : -1;
     a.steps_run = outcome.progress.steps_run;
     a.steps_cached = outcome.progress.steps_cached;
+    a.vertices = outcome.progress.vertices;
+    a.vertices_cached = outcome.progress.vertices_cached;
     record.seconds = seconds_since(stage_start);
 
     if (outcome.exit.interrupted || interrupt_signal() != 0) {
@@ -311,7 +336,7 @@ Run::StageEnd Run::build_stage(const Stage& stage, const BuildRequest& request, 
     a.compile = outcome.compile;
     if (outcome.exit.ok()) {
       a.verdict = "ok";
-      record.image_id = outcome.progress.image_id;
+      record.image_id = m_engine.built_image(request, outcome.progress);
       if (auto floor = compile_floor_failure(stage, outcome.compile, outcome.progress)) {
         record.failure = *floor;
         m_folder.log(fmt::format("stage {}: attempt {}/{} built, but {}", stage.name, n,
@@ -319,9 +344,13 @@ Run::StageEnd Run::build_stage(const Stage& stage, const BuildRequest& request, 
         m_console.stage_finished("failed: " + *floor);
         return StageEnd::failed;
       }
-      m_folder.log(fmt::format(
-          "stage {}: attempt {}/{} ok in {:.1f}s, {}/{} steps cached, image {}", stage.name, n,
-          stage.attempts, a.seconds, a.steps_cached, a.steps_run, record.image_id));
+      std::string vertices =
+          a.vertices > 0 ? fmt::format(", {}/{} vertices cached", a.vertices_cached, a.vertices)
+                         : std::string();
+      m_folder.log(fmt::format("stage {}: attempt {}/{} ok in {:.1f}s, {}/{} steps cached{}, "
+                               "image {}",
+                               stage.name, n, stage.attempts, a.seconds, a.steps_cached,
+                               a.steps_run, vertices, record.image_id));
       m_console.stage_finished(fmt::format(
           "ok in {}{}", human_duration(a.seconds),
           a.steps_run > 0 && a.steps_cached == a.steps_run ? " (all steps cached)" : ""));
@@ -330,6 +359,9 @@ Run::StageEnd Run::build_stage(const Stage& stage, const BuildRequest& request, 
 
     FailureVerdict verdict =
         classify_failure(outcome.evidence, previous_tail, n, stage.attempts, m_classes);
+    if (std::string explained = m_engine.explain_failure(outcome.evidence); !explained.empty()) {
+      verdict.reason = explained + "; " + verdict.reason;
+    }
     a.verdict = verdict_name(verdict.verdict);
     a.transient_class = verdict.class_name;
     a.matched_line = verdict.matched_line;
@@ -349,6 +381,7 @@ Run::StageEnd Run::build_stage(const Stage& stage, const BuildRequest& request, 
       m_console.stage_finished(
           fmt::format("failed after {}: {}", human_duration(a.seconds), verdict.reason));
       m_console.failure_tail(outcome.tail, log_path);
+      salvage(stage, request, outcome, record);
       return StageEnd::failed;
     }
     double cooldown = cooldown_before(n + 1, m_chain.defaults);
@@ -356,6 +389,9 @@ Run::StageEnd Run::build_stage(const Stage& stage, const BuildRequest& request, 
     m_console.stage_finished(fmt::format("attempt {}/{} failed ({}: {}); retrying in {}", n,
                                          stage.attempts, verdict.class_name, verdict.matched_line,
                                          human_duration(cooldown)));
+    if (verdict.class_name == k_cache_import_class) {
+      drop_registry_cache_after_flakes(stage, request, ++import_flakes, n + 1);
+    }
     save();
     previous_tail = std::move(outcome.evidence);
     if (!sleep_unless_interrupted(std::chrono::milliseconds(static_cast<long>(cooldown * 1000)))) {
@@ -364,6 +400,81 @@ Run::StageEnd Run::build_stage(const Stage& stage, const BuildRequest& request, 
     }
   }
   return StageEnd::failed; // unreachable: the last attempt's verdict is never `retry`
+}
+
+void Run::salvage(const Stage& stage, const BuildRequest& request, const AttemptOutcome& failed,
+                  StageRecord& record) {
+  auto skip = [&](std::string note) {
+    record.salvage_note = note;
+    m_folder.log(fmt::format("stage {}: no salvage: {}", stage.name, note));
+  };
+  if (request.cache_slug.empty() || !request.export_local) {
+    return; // no local tier: nothing a salvage could land
+  }
+  if (m_options.no_salvage || !m_chain.cache.salvage) {
+    skip(m_options.no_salvage ? "--no-salvage" : "salvage = false in [cache]");
+    return;
+  }
+  auto text = read_dockerfile(request.dockerfile);
+  std::vector<std::string> targets =
+      text ? salvage_targets(*text, failed.finished_build_stages) : std::vector<std::string>{};
+  if (targets.empty()) {
+    skip("no named target of the Dockerfile finished before the failure");
+    return;
+  }
+  double min_free = m_chain.cache.salvage_min_free_gb;
+  if (min_free > 0) {
+    auto free = free_bytes(m_chain.cache.root);
+    double free_gb = free ? static_cast<double>(*free) / 1e9 : -1;
+    if (free && free_gb < min_free) {
+      std::string note = fmt::format(
+          "skipped: {:.1f} GB free on {}, below salvage_min_free_gb {:g}: the export is the "
+          "last thing that should write while disk is scarce",
+          free_gb, m_chain.cache.root.string(), min_free);
+      skip(note);
+      m_console.note(fmt::format("stage {}: salvage {}", stage.name, note));
+      return;
+    }
+  }
+  std::filesystem::path scratch = m_folder.path() / "salvage" / stage.name;
+  m_folder.log(fmt::format("stage {}: salvage re-drives {} target(s) so their cache export "
+                           "lands in {}: {}",
+                           stage.name, targets.size(), request.cache_slug.string(),
+                           join(targets, ", ")));
+  m_console.note(
+      fmt::format("stage {}: salvaging the cache export of {}", stage.name, join(targets, ", ")));
+  auto timeout =
+      std::chrono::milliseconds(static_cast<long>(m_chain.cache.salvage_target_timeout_s * 1000));
+  for (const auto& target : targets) {
+    BuildRequest redrive = request;
+    redrive.target = target;
+    // Only the local export matters here; a registry that failed the build stays out, and the
+    // image goes to scratch, never over the stage's last good one.
+    redrive.drop_registry_cache = true;
+    redrive.pushed.clear();
+    redrive.layout = scratch / target;
+    redrive.metadata = scratch / (target + ".metadata.json");
+    SalvageRecord entry;
+    entry.target = target;
+    entry.log = fmt::format("stages/{}.salvage-{}.log", stage.name, target);
+    Clock::time_point start = Clock::now();
+    AttemptOutcome outcome =
+        run_attempt(m_engine, redrive, m_folder.path() / entry.log, nullptr, timeout);
+    entry.seconds = seconds_since(start);
+    entry.verdict = outcome.exit.ok()          ? "ok"
+                    : outcome.exit.timed_out   ? "timed-out"
+                    : outcome.exit.interrupted ? "interrupted"
+                                               : "failed";
+    record.salvage.push_back(entry);
+    m_folder.log(fmt::format("stage {}: salvage of target {}: {} in {:.1f}s (exit {})", stage.name,
+                             target, entry.verdict, entry.seconds, outcome.exit.status_code()));
+    save();
+    if (outcome.exit.interrupted || interrupt_signal() != 0) {
+      break;
+    }
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(scratch, ignored);
 }
 
 int Run::execute(const std::vector<const Stage*>& stages,
@@ -383,6 +494,10 @@ int Run::execute(const std::vector<const Stage*>& stages,
   m_console.note(fmt::format("run {}: {} stage(s) of chain {} on {} {}", m_record.run_id,
                              stages.size(), m_chain.name, m_engine.name(),
                              m_record.engine_version));
+  if (m_options.no_cache_export) {
+    m_folder.log("--no-cache-export: every registry-facing cache argument is left out; the local "
+                 "tier stays");
+  }
   int exit_code = k_exit_ok;
   for (size_t i = 0; i < stages.size(); ++i) {
     const Stage& stage = *stages[i];
@@ -441,7 +556,8 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   std::filesystem::path tools = kiln_tools_dir(chain.records);
   std::vector<BuildRequest> requests;
   for (const Stage* stage : stages) {
-    requests.push_back(request_for(chain, *stage, options.build_arg_overrides, tools));
+    requests.push_back(build_request(chain, *stage, options.build_arg_overrides, tools));
+    requests.back().drop_registry_cache = options.no_cache_export;
   }
 
   if (options.dry_run) {
@@ -459,7 +575,10 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   if (!version) {
     problems.push_back(error_line(version.error()));
   } else {
-    auto outside = check_outside_needs(chain, stages, engine);
+    for (auto& problem : engine.unsupported(requests, *version)) {
+      problems.push_back(error_line(problem));
+    }
+    auto outside = check_outside_needs(stages, requests, engine);
     problems.insert(problems.end(), outside.begin(), outside.end());
   }
   if (!report(problems, errors)) {
@@ -493,7 +612,7 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     s.command = quoted_command(engine.build_argv(requests[i]));
     record.stages.push_back(s);
   }
-  Run run(chain, engine, console, std::move(*folder), std::move(record));
+  Run run(chain, engine, options, console, std::move(*folder), std::move(record));
   return run.execute(stages, requests);
 }
 

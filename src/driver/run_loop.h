@@ -18,6 +18,8 @@ struct RunOptions {
   Selection selection;
   KeyValues build_arg_overrides; // --build-arg K=V, in command-line order
   bool dry_run = false;
+  bool no_cache_export = false; // leave out every registry-facing cache tier (BuildKit)
+  bool no_salvage = false;      // no re-drive of a failed stage's finished targets
 };
 
 /// Run (or with dry_run, print) the selected stages of a validated chain. Errors in the

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <deque>
 
 #include <fmt/format.h>
 
@@ -110,42 +111,83 @@ std::vector<std::string> BuildahEngine::build_argv(const BuildRequest& request) 
   return argv;
 }
 
-bool BuildahEngine::image_exists(const std::string& image) const {
-  return run_process({{"buildah", "inspect", "--type", "image", image}, {}, {}},
+bool BuildahEngine::has_stage_image(const NamedContext& context) const {
+  return run_process({{"buildah", "inspect", "--type", "image", context.image}, {}, {}},
                      [](std::string_view) {})
       .ok();
 }
 
-bool BuildahEngine::update_progress(std::string_view line, BuildProgress& progress) const {
-  // Recorded forms (tests/fixtures/buildah-1.28.2): "STEP 2/5: COPY ...", in multi-stage
-  // builds "[1/2] STEP 2/2: RUN ...", "--> Using cache <id>" after a step the cache served, and
-  // the full id of the built image alone on the last line.
-  if (is_image_id(line)) {
-    progress.image_id = std::string(line);
-    return true;
-  }
-  if (take(line, "--> Using cache ")) {
-    ++progress.steps_cached;
-    return true;
-  }
-  StepHeader header;
-  if (!take_step_header(line, header)) {
-    return false;
-  }
-  progress.build_stage = header.build_stage;
-  progress.build_stages = header.build_stages;
-  progress.step = header.step;
-  progress.steps = header.steps;
-  progress.instruction = std::string(line);
-  if (!is_from(line)) {
-    ++progress.steps_run;
-  }
-  return true;
-}
+namespace {
 
-bool BuildahEngine::echoes_instruction(std::string_view line) const {
-  StepHeader header;
-  return take_step_header(line, header) || line.starts_with("Error: building at STEP \"");
+/// Recorded forms (tests/fixtures/buildah-1.28.2): "STEP 2/5: COPY ...", in multi-stage builds
+/// "[1/2] STEP 2/2: RUN ...", "--> Using cache <id>" after a step the cache served, and the full
+/// id of the built image alone on the last line.
+class BuildahOutput : public BuildOutput {
+public:
+  bool feed(std::string_view line) override {
+    bool changed = update(line);
+    if (changed &&
+        (m_progress.step != m_evidence_step || m_progress.build_stage != m_evidence_build_stage)) {
+      // Earlier steps' lines differ between attempts (built, then served from the cache) and
+      // say nothing about the failure, so the evidence starts over with every step.
+      m_evidence.clear();
+      m_evidence_step = m_progress.step;
+      m_evidence_build_stage = m_progress.build_stage;
+    }
+    if (!echoes_instruction(line)) {
+      m_evidence.emplace_back(line);
+      if (m_evidence.size() > k_failure_tail_lines) {
+        m_evidence.pop_front();
+      }
+    }
+    return changed;
+  }
+
+  const BuildProgress& progress() const override { return m_progress; }
+
+  Tail evidence() const override { return Tail(m_evidence.begin(), m_evidence.end()); }
+
+private:
+  bool update(std::string_view line) {
+    if (is_image_id(line)) {
+      m_progress.image_id = std::string(line);
+      return true;
+    }
+    if (take(line, "--> Using cache ")) {
+      ++m_progress.steps_cached;
+      return true;
+    }
+    StepHeader header;
+    if (!take_step_header(line, header)) {
+      return false;
+    }
+    m_progress.build_stage = header.build_stage;
+    m_progress.build_stages = header.build_stages;
+    m_progress.step = header.step;
+    m_progress.steps = header.steps;
+    m_progress.instruction = std::string(line);
+    if (!is_from(line)) {
+      ++m_progress.steps_run;
+    }
+    return true;
+  }
+
+  /// A step header, or the error quoting the step: the Dockerfile's text, not the build's.
+  static bool echoes_instruction(std::string_view line) {
+    StepHeader header;
+    return take_step_header(line, header) || line.starts_with("Error: building at STEP \"");
+  }
+
+  BuildProgress m_progress;
+  std::deque<std::string> m_evidence;
+  int m_evidence_step = 0;
+  int m_evidence_build_stage = 0;
+};
+
+} // namespace
+
+std::unique_ptr<BuildOutput> BuildahEngine::read_output() const {
+  return std::make_unique<BuildahOutput>();
 }
 
 } // namespace kiln

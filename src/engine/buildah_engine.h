@@ -13,9 +13,8 @@ public:
   std::string name() const override { return "buildah"; }
   tl::expected<std::string, std::string> version() const override;
   std::vector<std::string> build_argv(const BuildRequest& request) const override;
-  bool image_exists(const std::string& image) const override;
-  bool update_progress(std::string_view line, BuildProgress& progress) const override;
-  bool echoes_instruction(std::string_view line) const override;
+  bool has_stage_image(const NamedContext& context) const override;
+  std::unique_ptr<BuildOutput> read_output() const override;
 
 private:
   std::string m_isolation;

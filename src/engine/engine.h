@@ -13,14 +13,24 @@
 
 namespace kiln {
 
+/// The last lines of an attempt's output, in order; what failure classification looks at.
+using Tail = std::vector<std::string>;
+
+/// How many trailing lines of output classification and the identical-failure check read.
+constexpr size_t k_failure_tail_lines = 60;
+
 /// A stage's image seen by a later stage under the stage's name (`FROM base`).
 struct NamedContext {
   std::string name;
-  std::string image; // a reference in the engine's image store
+  std::string image;              // its tag in the engine's image store (buildah)
+  std::filesystem::path layout;   // its OCI layout folder (BuildKit without a registry)
+  std::filesystem::path metadata; // the metadata file of its last build: names its digest
+  std::string pushed;             // its reference in the chain's registry, when pushed
 };
 
 /// Everything one engine invocation needs; the engine decides how to spell it.
 struct BuildRequest {
+  std::string stage; // the chain's name for it
   std::filesystem::path dockerfile;
   std::filesystem::path context;
   std::string target;
@@ -31,18 +41,59 @@ struct BuildRequest {
   /// context `kiln-tools`; empty when kiln has none to offer.
   std::filesystem::path tools;
   std::vector<SecretRef> secrets;
+
+  // Where a BuildKit build leaves its image: an OCI layout plus the metadata naming its digest,
+  // or a push to `pushed` when the chain names a registry.
+  std::filesystem::path layout;
+  std::filesystem::path metadata;
+  std::string pushed;
+
+  // Cache tiers (BuildKit). Registry-facing ones as the chain wrote them; the local stage
+  // export lives in `cache_slug` (empty: the tier is off).
+  std::vector<std::string> cache_from;
+  std::vector<std::string> cache_to;
+  std::filesystem::path cache_slug;
+  bool export_local = true; // false: read the slug but write no new export
+  /// Leave out every registry-facing cache argument: after repeated import flakes, or when the
+  /// user asked for no cache export, the build finishes on the local tier.
+  bool drop_registry_cache = false;
 };
 
 /// What the output of one build has said so far about its progress.
 struct BuildProgress {
-  int build_stage = 0;  // Dockerfile stage being built, 1-based; 0 when single-stage
-  int build_stages = 0; // how many the engine will build for this target
-  int step = 0;         // step within that Dockerfile stage, 1-based
+  int build_stage = 0;          // Dockerfile stage being built, 1-based; 0 when unknown
+  int build_stages = 0;         // how many the engine will build for this target; 0: unknown
+  std::string build_stage_name; // its name, when the engine names stages (BuildKit)
+  int step = 0;                 // step within that Dockerfile stage, 1-based
   int steps = 0;
   std::string instruction; // the current step's instruction, as the engine echoed it
   int steps_run = 0;       // steps that produce a layer (FROM excluded) started so far
   int steps_cached = 0;    // of those, how many the layer cache served
-  std::string image_id;    // the id of the image built, once the engine has reported it
+  int vertices = 0;        // every operation the engine reported, steps included (BuildKit)
+  int vertices_cached = 0;
+  std::string image_id; // the id of the image built, once the engine has reported it
+};
+
+/// Reads one build's output line by line.
+class BuildOutput {
+public:
+  virtual ~BuildOutput() = default;
+
+  /// Fold one line (without its newline) in; true when progress() changed.
+  virtual bool feed(std::string_view line) = 0;
+
+  virtual const BuildProgress& progress() const = 0;
+
+  /// The failing operation's own output: what classification and the identical-failure check
+  /// read. Lines that only repeat the Dockerfile's text are left out, or a RUN that mentions a
+  /// flake's message would look like the flake.
+  virtual Tail evidence() const = 0;
+
+  /// Dockerfile stages every step of which finished (built or served from the cache), in the
+  /// order they finished, and the stage whose step failed; empty where the engine's output does
+  /// not name stages (buildah numbers them).
+  virtual std::vector<std::string> finished_build_stages() const { return {}; }
+  virtual std::string failed_build_stage() const { return {}; }
 };
 
 /// The one seam between kiln and a real builder.
@@ -52,26 +103,45 @@ public:
 
   virtual std::string name() const = 0;
 
-  /// The builder's version for the record; an error saying what to install when it is absent.
+  /// The builder's version for the record; an error saying what is wrong (not installed, a
+  /// daemon not reachable) and what to do.
   virtual tl::expected<std::string, std::string> version() const = 0;
+
+  /// Options in `requests` that the builder at `version` rejects, one message each.
+  virtual std::vector<std::string> unsupported(const std::vector<BuildRequest>& requests,
+                                               const std::string& version) const {
+    (void)requests;
+    (void)version;
+    return {};
+  }
 
   /// The exact command a build runs: what `--dry-run` prints and what build() executes.
   virtual std::vector<std::string> build_argv(const BuildRequest& request) const = 0;
 
-  /// Whether an image reference exists in the engine's store.
-  virtual bool image_exists(const std::string& image) const = 0;
+  /// Whether an earlier run left the image a later stage would be handed as `context`.
+  virtual bool has_stage_image(const NamedContext& context) const = 0;
 
-  /// Fold one line of build output into `progress`; true when it changed.
-  virtual bool update_progress(std::string_view line, BuildProgress& progress) const = 0;
+  /// A reader for one build's output.
+  virtual std::unique_ptr<BuildOutput> read_output() const = 0;
 
-  /// Whether a line only repeats the Dockerfile's text (a step header, an error quoting the
-  /// step): failure classification skips such lines, or a RUN that mentions a flake's message
-  /// would look like the flake.
-  virtual bool echoes_instruction(std::string_view line) const = 0;
+  /// The id of the image a successful build of `request` produced.
+  virtual std::string built_image(const BuildRequest& request,
+                                  const BuildProgress& progress) const {
+    (void)request;
+    return progress.image_id;
+  }
+
+  /// A precise sentence for a failure the engine itself explains (an option this builder does
+  /// not know), empty when it has nothing to add to the evidence.
+  virtual std::string explain_failure(const Tail& evidence) const {
+    (void)evidence;
+    return {};
+  }
 
   /// Run a build, streaming its output to `sink`; stops when `interrupt_fd` becomes readable.
-  ProcessExit build(const BuildRequest& request, const OutputSink& sink, int interrupt_fd) const {
-    return run_process({build_argv(request), {}, {}}, sink, interrupt_fd);
+  ProcessExit build(const BuildRequest& request, const OutputSink& sink, int interrupt_fd,
+                    std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) const {
+    return run_process({build_argv(request), {}, {}, timeout}, sink, interrupt_fd);
   }
 };
 

@@ -58,12 +58,13 @@ std::string ChainDir::read(const std::string& relative) const {
   return text.str();
 }
 
-KilnResult ChainDir::kiln(const std::vector<std::string>& args, int interrupt_fd) const {
+KilnResult ChainDir::kiln(const std::vector<std::string>& args, int interrupt_fd,
+                          const std::vector<std::pair<std::string, std::string>>& env) const {
   KilnResult result;
   std::vector<std::string> argv = {KILN_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   ProcessExit exit = run_process(
-      {argv, {}, m_path}, [&](std::string_view chunk) { result.output += chunk; }, interrupt_fd,
+      {argv, env, m_path}, [&](std::string_view chunk) { result.output += chunk; }, interrupt_fd,
       std::chrono::seconds(60));
   result.exit_code = exit.status_code();
   return result;

@@ -34,8 +34,9 @@ public:
   void write(const std::string& relative, const std::string& content) const;
   std::string read(const std::string& relative) const;
 
-  /// Run the real kiln binary with `args`, from this folder.
-  KilnResult kiln(const std::vector<std::string>& args, int interrupt_fd = -1) const;
+  /// Run the real kiln binary with `args`, from this folder, `env` added to the environment.
+  KilnResult kiln(const std::vector<std::string>& args, int interrupt_fd = -1,
+                  const std::vector<std::pair<std::string, std::string>>& env = {}) const;
 
   /// The manifest of the newest run, through the `latest` link.
   nlohmann::json latest_manifest() const;

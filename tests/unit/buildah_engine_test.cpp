@@ -18,21 +18,19 @@ std::string fixture(const std::string& name) {
 }
 
 /// Feed a recording through the parser the way the run loop does: chunks, then lines.
-BuildProgress replay(const std::string& output, int* changes = nullptr) {
-  BuildahEngine engine("chroot");
-  BuildProgress progress;
+BuildProgress replay(const std::string& text, int* changes = nullptr) {
+  auto output = BuildahEngine("chroot").read_output();
   int changed = 0;
-  LineSplitter lines(
-      [&](std::string_view line) { changed += engine.update_progress(line, progress) ? 1 : 0; });
+  LineSplitter lines([&](std::string_view line) { changed += output->feed(line) ? 1 : 0; });
   // Odd-sized chunks so lines straddle chunk boundaries.
-  for (size_t i = 0; i < output.size(); i += 7) {
-    lines.feed(std::string_view(output).substr(i, 7));
+  for (size_t i = 0; i < text.size(); i += 7) {
+    lines.feed(std::string_view(text).substr(i, 7));
   }
   lines.finish();
   if (changes != nullptr) {
     *changes = changed;
   }
-  return progress;
+  return output->progress();
 }
 
 TEST(BuildahEngine, FreshBuildCountsStepsAndTheImageId) {
@@ -57,9 +55,9 @@ TEST(BuildahEngine, CachedBuildCountsEveryLayerStepAsCached) {
 }
 
 TEST(BuildahEngine, MultiStageBuildReportsTheDockerfileStage) {
-  BuildahEngine engine("chroot");
-  BuildProgress p;
-  ASSERT_TRUE(engine.update_progress("[1/2] STEP 2/2: RUN echo a > /a", p));
+  auto output = BuildahEngine("chroot").read_output();
+  ASSERT_TRUE(output->feed("[1/2] STEP 2/2: RUN echo a > /a"));
+  BuildProgress p = output->progress();
   EXPECT_EQ(p.build_stage, 1);
   EXPECT_EQ(p.build_stages, 2);
   EXPECT_EQ(p.step, 2);
@@ -80,14 +78,23 @@ TEST(BuildahEngine, FailedBuildHasNoImageId) {
 }
 
 TEST(BuildahEngine, LinesThatSayNothingChangeNothing) {
-  BuildahEngine engine("chroot");
-  BuildProgress p;
+  auto output = BuildahEngine("chroot").read_output();
   for (const char* line : {"hi", "COMMIT localhost/kt-base:dev", "--> 000828b76f7", "STEP x/5: RUN",
                            "[1/2 STEP 1/2: FROM a", "error: foo.c:3: undefined",
                            "Successfully tagged localhost/kt-base:dev"}) {
-    EXPECT_FALSE(engine.update_progress(line, p)) << line;
+    EXPECT_FALSE(output->feed(line)) << line;
   }
-  EXPECT_EQ(p.step, 0);
+  EXPECT_EQ(output->progress().step, 0);
+}
+
+TEST(BuildahEngine, EvidenceIsTheFailingStepWithoutItsEcho) {
+  auto output = BuildahEngine("chroot").read_output();
+  for (const char* line :
+       {"STEP 1/2: RUN echo connection reset by peer", "connection reset by peer",
+        "STEP 2/2: RUN make", "cc: error: foo.c", "Error: building at STEP \"RUN make\""}) {
+    output->feed(line);
+  }
+  EXPECT_EQ(output->evidence(), (Tail{"cc: error: foo.c"}));
 }
 
 TEST(BuildahEngine, ArgvSpellsEveryPartOfTheRequest) {
@@ -98,7 +105,7 @@ TEST(BuildahEngine, ArgvSpellsEveryPartOfTheRequest) {
   request.target = "built";
   request.tag = "localhost/hello-libs:latest";
   request.build_args = {{"A", "1"}, {"B", "x y"}};
-  request.contexts = {{"toolchain", "localhost/hello-toolchain:latest"}};
+  request.contexts = {{"toolchain", "localhost/hello-toolchain:latest", {}, {}, {}}};
   request.secrets = {{"token", "TOKEN", {}, {}}, {"netrc", {}, "/home/u/.netrc", {}}};
   request.tools = "/r/tools";
   std::vector<std::string> expected = {

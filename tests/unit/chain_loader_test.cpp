@@ -356,3 +356,66 @@ TEST(LoadChain, Secrets) {
 
 } // namespace
 } // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(LoadChain, CacheTiersAndBuildkitSettings) {
+  auto chain = load_chain(chain_file("cache_valid"));
+  ASSERT_TRUE(chain) << describe(chain.error());
+  const fs::path dir = k_chains / "cache_valid";
+  EXPECT_EQ(chain->engine, "buildkit");
+  EXPECT_EQ(chain->registry, "reg.example:5000/team");
+  EXPECT_EQ(chain->buildkit_host, "tcp://10.1.2.3:1234");
+  EXPECT_TRUE(chain->cache.local);
+  EXPECT_EQ(chain->cache.root, dir / "slugs");
+  EXPECT_EQ(chain->cache.import_flakes_before_drop, 3);
+  EXPECT_FALSE(chain->cache.salvage);
+  EXPECT_EQ(chain->cache.salvage_min_free_gb, 12.5);
+  EXPECT_EQ(chain->cache.salvage_target_timeout_s, 90);
+  const Stage& a = chain->stages[0];
+  const Stage& b = chain->stages[1];
+  EXPECT_TRUE(a.cache_local);
+  EXPECT_FALSE(b.cache_local);
+  EXPECT_EQ(chain->cache_slug(a), dir / "slugs/tiers-a-arm64");
+  EXPECT_EQ(chain->pushed_ref(a), "reg.example:5000/team/tiers-a:latest");
+  ASSERT_TRUE(a.snapshot_to);
+  EXPECT_EQ(a.snapshot_to->attr("ref"), "reg.example:5000/team/a:buildcache");
+  ASSERT_EQ(b.cache_from.size(), 2u);
+  EXPECT_EQ(b.cache_from[1].attr("type"), "registry");
+}
+
+TEST(LoadChain, CacheTiersThatCannotWork) {
+  Diagnostics errors = load_errors("cache_tiers");
+  std::string file = chain_file("cache_tiers");
+  EXPECT_EQ(errors.size(), 6u) << describe(errors);
+  // The pair that made every stage rebuild from scratch: an import nothing exports.
+  expect_diagnostic(errors, file, 8, 15,
+                    "stage 'a' imports cache 'reg.example/never:cache', which no stage of this "
+                    "chain exports",
+                    "add cache_to = [\"type=registry,ref=reg.example/never:cache,mode=max\"]");
+  expect_diagnostic(errors, file, 8, 60, "'cache_from' names a local cache",
+                    "set local = true in [cache]");
+  expect_diagnostic(errors, file, 9, 13,
+                    "exports an inline cache, which travels inside a pushed "
+                    "image, but the chain pushes nothing");
+  expect_diagnostic(errors, file, 9, 28, "'cache_to' entry 'type=gha' has type 'gha'");
+  expect_diagnostic(errors, file, 9, 40, "has no ref", "add ref=");
+  expect_diagnostic(errors, file, 10, 21, "must be a type=registry export with mode=max");
+}
+
+TEST(LoadChain, CacheTiersNeedBuildkit) {
+  Diagnostics errors = load_errors("cache_buildah");
+  std::string file = chain_file("cache_buildah");
+  EXPECT_EQ(errors.size(), 2u) << describe(errors);
+  expect_diagnostic(errors, file, 3, 12, "'registry' hands stages over by push",
+                    "set engine = \"buildkit\"");
+  expect_diagnostic(errors, file, 8, 13,
+                    "names cache tier 'type=registry,ref=reg.example/a:cache'");
+  // The same file with the engine switched on the command line loads.
+  auto chain = load_chain(file, {"buildkit"});
+  EXPECT_TRUE(chain) << describe(chain.error());
+}
+
+} // namespace
+} // namespace kiln

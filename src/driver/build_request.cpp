@@ -1,0 +1,50 @@
+#include "driver/build_request.h"
+
+#include "chain/plan.h"
+
+namespace kiln {
+
+std::filesystem::path stage_layout(const Chain& chain, const std::string& stage) {
+  return chain.records / "oci" / stage;
+}
+
+std::filesystem::path stage_metadata(const Chain& chain, const std::string& stage) {
+  return chain.records / "oci" / (stage + ".metadata.json");
+}
+
+BuildRequest build_request(const Chain& chain, const Stage& stage, const KeyValues& overrides,
+                           const std::filesystem::path& tools) {
+  BuildRequest request;
+  request.stage = stage.name;
+  request.tools = tools;
+  request.dockerfile = stage.dockerfile;
+  request.context = stage.context;
+  request.target = stage.target;
+  request.tag = stage.tag;
+  request.build_args = stage_build_args(chain, stage, overrides);
+  bool pushes = !chain.registry.empty();
+  for (const auto& need : stage.needs) {
+    const Stage& needed = *chain.find_stage(need);
+    request.contexts.push_back({need, needed.tag, stage_layout(chain, need),
+                                stage_metadata(chain, need),
+                                pushes ? chain.pushed_ref(needed) : std::string()});
+  }
+  request.secrets = stage.secrets;
+  request.layout = stage_layout(chain, stage.name);
+  request.metadata = stage_metadata(chain, stage.name);
+  if (pushes) {
+    request.pushed = chain.pushed_ref(stage);
+  }
+  for (const auto& spec : stage.cache_from) {
+    request.cache_from.push_back(spec.text);
+  }
+  for (const auto& spec : stage.cache_to) {
+    request.cache_to.push_back(spec.text);
+  }
+  if (stage.cache_local) {
+    request.cache_slug = chain.cache_slug(stage);
+  }
+  return request;
+}
+
+} // namespace kiln

@@ -1,0 +1,21 @@
+#pragma once
+
+#include <filesystem>
+
+#include "chain/chain.h"
+#include "engine/engine.h"
+
+namespace kiln {
+
+/// Where a stage's BuildKit image lands when the chain names no registry: an OCI layout under
+/// the records, beside the metadata file that names its digest. They outlive the run, so a
+/// later run that builds only the next stage can still hand this one over.
+std::filesystem::path stage_layout(const Chain& chain, const std::string& stage);
+std::filesystem::path stage_metadata(const Chain& chain, const std::string& stage);
+
+/// The request that builds `stage`: its Dockerfile, build args (versions < chain < overrides),
+/// the stages it needs as named contexts, kiln's tools, secrets, image handoff and cache tiers.
+BuildRequest build_request(const Chain& chain, const Stage& stage, const KeyValues& overrides,
+                           const std::filesystem::path& tools);
+
+} // namespace kiln

@@ -1,0 +1,345 @@
+#include "engine/buildkit_engine.h"
+
+#include <charconv>
+#include <cstdlib>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/buildkit_output.h"
+#include "util/fs.h"
+#include "util/strings.h"
+
+namespace kiln {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The first `vX.Y.Z` word of `text`.
+std::optional<BuildkitVersion> find_version(std::string_view text) {
+  for (const auto& word : split(text, ' ')) {
+    if (auto version = BuildkitVersion::parse(trim(word))) {
+      return version;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string last_line(std::string_view text) {
+  text = trim(text);
+  size_t newline = text.rfind('\n');
+  return std::string(newline == std::string_view::npos ? text : text.substr(newline + 1));
+}
+
+/// What one option of kiln's argv needs from buildctl (the client) or buildkitd (the daemon).
+struct Requirement {
+  const char* what;
+  bool client; // a buildctl flag; otherwise the daemon's frontend or cache backend
+  BuildkitVersion since;
+  const char* otherwise; // what the user can do instead
+};
+
+// From BuildKit's sources: --metadata-file appeared in buildctl v0.9, named contexts
+// (`--opt context:<name>=`) in the v0.10 Dockerfile frontend, --oci-layout and `oci-layout://`
+// contexts in v0.11, the `image-manifest` cache attribute in v0.12.
+const Requirement k_metadata_file = {"--metadata-file (the built image's digest)",
+                                     true,
+                                     {0, 9, 0},
+                                     "install buildctl v0.9 or newer"};
+const Requirement k_named_contexts = {"named build contexts (--opt context:<name>=...)",
+                                      false,
+                                      {0, 10, 0},
+                                      "upgrade buildkitd to v0.10 or newer"};
+const Requirement k_oci_layout_client = {"--oci-layout (stage handoff without a registry)",
+                                         true,
+                                         {0, 11, 0},
+                                         "install buildctl v0.11 or newer, or name a registry in "
+                                         "[chain] registry to hand stages over by push"};
+const Requirement k_oci_layout_daemon = {"oci-layout:// contexts (stage handoff without a "
+                                         "registry)",
+                                         false,
+                                         {0, 11, 0},
+                                         "upgrade buildkitd to v0.11 or newer, or name a registry "
+                                         "in [chain] registry to hand stages over by push"};
+const Requirement k_image_manifest = {"the cache attribute image-manifest=",
+                                      false,
+                                      {0, 12, 0},
+                                      "upgrade buildkitd to v0.12 or newer, or remove "
+                                      "image-manifest= from the cache spec"};
+
+bool uses_image_manifest(const BuildRequest& request) {
+  for (const auto* specs : {&request.cache_from, &request.cache_to}) {
+    for (const auto& spec : *specs) {
+      if (spec.find("image-manifest=") != std::string::npos) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+} // namespace
+
+std::optional<BuildkitVersion> BuildkitVersion::parse(std::string_view text) {
+  if (!text.starts_with("v")) {
+    return std::nullopt;
+  }
+  text.remove_prefix(1);
+  BuildkitVersion version;
+  int* parts[] = {&version.major, &version.minor, &version.patch};
+  for (size_t i = 0; i < 3; ++i) {
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *parts[i]);
+    if (ec != std::errc() || end == text.data()) {
+      return std::nullopt;
+    }
+    text.remove_prefix(static_cast<size_t>(end - text.data()));
+    if (i < 2) {
+      if (!text.starts_with(".")) {
+        return std::nullopt;
+      }
+      text.remove_prefix(1);
+    }
+  }
+  return version; // a suffix (-rc1, +dirty) does not change what the release supports
+}
+
+std::string BuildkitAddress::shown() const {
+  return address.empty() ? "unix:///run/buildkit/buildkitd.sock (buildctl's default)"
+                         : fmt::format("{} (from {})", address, source);
+}
+
+BuildkitAddress resolve_buildkit_address(const std::string& chain_host) {
+  if (const char* env = std::getenv("BUILDKIT_HOST"); env != nullptr && *env != '\0') {
+    return {env, "BUILDKIT_HOST"};
+  }
+  if (!chain_host.empty()) {
+    return {chain_host, "[engine.buildkit] host"};
+  }
+  return {"", "buildctl's default"};
+}
+
+std::vector<std::string> BuildkitEngine::command(std::initializer_list<std::string> args) const {
+  std::vector<std::string> argv = {"buildctl"};
+  if (!m_address.address.empty()) {
+    argv.insert(argv.end(), {"--addr", m_address.address});
+  }
+  argv.insert(argv.end(), args);
+  return argv;
+}
+
+tl::expected<std::string, std::string> BuildkitEngine::version() const {
+  auto client = capture_output({"buildctl", "--version"});
+  if (!client) {
+    return tl::unexpected(fmt::format("buildctl is not usable ({}); install BuildKit's buildctl "
+                                      "(v0.11 or newer) on PATH",
+                                      client.error()));
+  }
+  // "buildctl github.com/moby/buildkit v0.11.6 2951a28c..."
+  auto client_version = find_version(*client);
+  std::string output;
+  ProcessExit exit = run_process({command({"debug", "info"}), {}, {}},
+                                 [&](std::string_view chunk) { output += chunk; });
+  if (!exit.ok()) {
+    std::string said = exit.spawn_error.empty() ? last_line(output) : exit.spawn_error;
+    // v0.10 and older have no Info call: reachable, but too old for kiln's stage handoff.
+    if (said.find("Unimplemented") == std::string::npos &&
+        said.find("unknown method") == std::string::npos) {
+      return tl::unexpected(fmt::format(
+          "buildkitd is unreachable at {}: {}; start buildkitd there, or point BUILDKIT_HOST or "
+          "[engine.buildkit] host at a running one",
+          m_address.shown(), said));
+    }
+    output = "BuildKit: older than v0.11 (no debug info)";
+  }
+  // v0.11's format (cmd/buildctl/debug/info.go): "BuildKit: github.com/moby/buildkit v0.11.6 <rev>"
+  auto daemon = find_version(output);
+  auto shown = [](const std::optional<BuildkitVersion>& v) {
+    return v ? fmt::format("v{}.{}.{}", v->major, v->minor, v->patch) : std::string("unknown");
+  };
+  return fmt::format("buildkitd {}, buildctl {}", shown(daemon), shown(client_version));
+}
+
+std::vector<std::string> BuildkitEngine::unsupported(const std::vector<BuildRequest>& requests,
+                                                     const std::string& version) const {
+  // `version` is what version() returned: "buildkitd vX.Y.Z, buildctl vX.Y.Z"; an unknown
+  // number is treated as older than anything kiln needs.
+  std::optional<BuildkitVersion> daemon;
+  std::optional<BuildkitVersion> client;
+  for (const auto& part : split(version, ',')) {
+    std::string_view text = trim(part);
+    if (text.starts_with("buildkitd ")) {
+      daemon = BuildkitVersion::parse(text.substr(10));
+    } else if (text.starts_with("buildctl ")) {
+      client = BuildkitVersion::parse(text.substr(9));
+    }
+  }
+  std::vector<std::string> problems;
+  std::vector<const Requirement*> reported;
+  auto need = [&](const Requirement& requirement, const BuildRequest& request) {
+    const auto& have = requirement.client ? client : daemon;
+    if ((have && *have >= requirement.since) ||
+        std::find(reported.begin(), reported.end(), &requirement) != reported.end()) {
+      return;
+    }
+    reported.push_back(&requirement);
+    problems.push_back(fmt::format(
+        "stage '{}' uses {}, which needs BuildKit v{}.{} or newer, but {} at {} is {}; {}",
+        request.stage, requirement.what, requirement.since.major, requirement.since.minor,
+        requirement.client ? "buildctl" : "buildkitd",
+        requirement.client ? std::string("PATH") : m_address.shown(),
+        have ? fmt::format("v{}.{}.{}", have->major, have->minor, have->patch)
+             : std::string("older or unknown"),
+        requirement.otherwise));
+  };
+  for (const auto& request : requests) {
+    need(k_metadata_file, request);
+    if (!request.contexts.empty() || !request.tools.empty()) {
+      need(k_named_contexts, request);
+    }
+    for (const auto& context : request.contexts) {
+      if (context.pushed.empty()) {
+        need(k_oci_layout_client, request);
+        need(k_oci_layout_daemon, request);
+      }
+    }
+    if (uses_image_manifest(request)) {
+      need(k_image_manifest, request);
+    }
+  }
+  return problems;
+}
+
+std::vector<std::string> BuildkitEngine::build_argv(const BuildRequest& request) const {
+  std::vector<std::string> argv = command({"build", "--frontend", "dockerfile.v0"});
+  auto add = [&](std::initializer_list<std::string> words) { argv.insert(argv.end(), words); };
+  add({"--local", "context=" + request.context.string()});
+  add({"--local", "dockerfile=" + request.dockerfile.parent_path().string()});
+  add({"--opt", "filename=" + request.dockerfile.filename().string()});
+  if (!request.target.empty()) {
+    add({"--opt", "target=" + request.target});
+  }
+  for (const auto& [key, value] : request.build_args) {
+    add({"--opt", fmt::format("build-arg:{}={}", key, value)});
+  }
+  for (const auto& context : request.contexts) {
+    std::string digest = metadata_digest(context.metadata);
+    if (digest.empty()) {
+      digest = fmt::format("<digest of {}>", context.name); // only a dry run gets here
+    }
+    if (!context.pushed.empty()) {
+      add({"--opt",
+           fmt::format("context:{}=docker-image://{}@{}", context.name, context.pushed, digest)});
+    } else {
+      add({"--oci-layout", fmt::format("{}={}", context.name, context.layout.string())});
+      add({"--opt",
+           fmt::format("context:{}=oci-layout://{}@{}", context.name, context.name, digest)});
+    }
+  }
+  if (!request.tools.empty()) {
+    add({"--local", "kiln-tools=" + request.tools.string()});
+    add({"--opt", "context:kiln-tools=local:kiln-tools"});
+  }
+  for (const auto& secret : request.secrets) {
+    add({"--secret", secret.env.empty()
+                         ? fmt::format("id={},src={}", secret.id, secret.file.string())
+                         : fmt::format("id={},env={}", secret.id, secret.env)});
+  }
+  add({"--progress=plain"});
+  // Imports, then exports; the local tier first in each, so it is the one that always stays.
+  if (!request.cache_slug.empty() && cache_slug_ready(request.cache_slug)) {
+    add({"--import-cache", "type=local,src=" + request.cache_slug.string()});
+  }
+  for (const auto& spec : request.cache_from) {
+    if (!(request.drop_registry_cache && registry_facing(spec))) {
+      add({"--import-cache", spec});
+    }
+  }
+  if (!request.cache_slug.empty() && request.export_local) {
+    add({"--export-cache",
+         fmt::format("type=local,dest={},mode=max", request.cache_slug.string())});
+  }
+  for (const auto& spec : request.cache_to) {
+    if (!(request.drop_registry_cache && registry_facing(spec))) {
+      add({"--export-cache", spec});
+    }
+  }
+  if (!request.pushed.empty()) {
+    add({"--output", fmt::format("type=image,name={},push=true", request.pushed)});
+  } else {
+    add({"--output", fmt::format("type=oci,dest={},tar=false", request.layout.string())});
+  }
+  add({"--metadata-file", request.metadata.string()});
+  return argv;
+}
+
+bool BuildkitEngine::has_stage_image(const NamedContext& context) const {
+  std::string digest = metadata_digest(context.metadata);
+  if (digest.empty()) {
+    return false;
+  }
+  if (!context.pushed.empty()) {
+    return true; // the registry holds it; the build resolves it by digest
+  }
+  auto index = read_file(context.layout / "index.json");
+  return index && index->find(digest) != std::string::npos;
+}
+
+std::unique_ptr<BuildOutput> BuildkitEngine::read_output() const {
+  return std::make_unique<BuildkitOutput>();
+}
+
+std::string BuildkitEngine::built_image(const BuildRequest& request,
+                                        const BuildProgress& progress) const {
+  (void)progress; // BuildKit's plain progress names no image id; the metadata file does
+  return metadata_digest(request.metadata);
+}
+
+std::string BuildkitEngine::explain_failure(const Tail& evidence) const {
+  // urfave/cli, which buildctl uses, says "flag provided but not defined: -oci-layout".
+  constexpr std::string_view k_unknown_flag = "flag provided but not defined: -";
+  for (const auto& line : evidence) {
+    size_t at = line.find(k_unknown_flag);
+    if (at == std::string::npos) {
+      continue;
+    }
+    std::string flag(trim(std::string_view(line).substr(at + k_unknown_flag.size())));
+    if (!flag.empty() && flag[0] == '-') {
+      flag.erase(0, 1);
+    }
+    return fmt::format("buildctl does not know --{}: it is older than that option (kiln's stage "
+                       "handoff needs buildctl v0.11 or newer); install a newer buildctl",
+                       flag);
+  }
+  return {};
+}
+
+std::string metadata_digest(const fs::path& metadata) {
+  auto text = read_file(metadata);
+  if (!text) {
+    return {};
+  }
+  auto json = nlohmann::json::parse(*text, nullptr, false);
+  if (!json.is_object() || !json.contains("containerimage.digest") ||
+      !json["containerimage.digest"].is_string()) {
+    return {};
+  }
+  return json["containerimage.digest"].get<std::string>();
+}
+
+bool cache_slug_ready(const fs::path& slug) {
+  std::error_code error;
+  auto size = fs::file_size(slug / "index.json", error);
+  return !error && size > 0;
+}
+
+bool registry_facing(std::string_view spec) {
+  for (const auto& field : split(spec, ',')) {
+    if (trim(field) == "type=local") {
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace kiln

@@ -1,0 +1,295 @@
+// kiln run on the buildkit engine, end to end through the real run loop. No buildkitd can run
+// here, so `buildctl` is tests/fake_buildctl: it replays the recorded BuildKit v0.11.6 output
+// (tests/fixtures/buildkit-v0.11.6) and writes the OCI layouts, metadata and cache exports a
+// real build leaves, so the stage handoff between stages is real.
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "kiln_harness.h"
+
+namespace kiln::testing {
+namespace {
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+using nlohmann::json;
+
+/// The fake first on PATH, its invocations logged, its cases planned per Dockerfile.
+struct FakeBuildkit {
+  explicit FakeBuildkit(const ChainDir& dir) : dir(dir) { plan("# every build: auto\n"); }
+
+  Env env(Env extra = {}) const {
+    Env env = {{"PATH", std::string(KILN_FAKE_BUILDCTL_DIR) + ":" + std::getenv("PATH")},
+               {"KILN_FAKE_BUILDCTL_LOG", (dir.path() / "buildctl.log").string()},
+               {"KILN_FAKE_BUILDCTL_PLAN", (dir.path() / "plan").string()}};
+    env.insert(env.end(), extra.begin(), extra.end());
+    return env;
+  }
+
+  void plan(const std::string& text) const { dir.write("plan", text); }
+
+  /// Every build invocation the fake saw, in order.
+  std::vector<json> builds() const {
+    std::vector<json> builds;
+    std::istringstream in(dir.read("buildctl.log"));
+    for (std::string line; std::getline(in, line);) {
+      json entry = json::parse(line);
+      if (entry["command"] == "build") {
+        builds.push_back(entry);
+      }
+    }
+    return builds;
+  }
+
+  const ChainDir& dir;
+};
+
+bool has_word(const json& build, const std::string& word) {
+  for (const auto& arg : build["argv"]) {
+    if (arg.get<std::string>() == word) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool mentions(const json& build, const std::string& text) {
+  return build["argv"].dump().find(text) != std::string::npos;
+}
+
+std::string file_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// A one-stage chain over the recorded Dockerfile (stages base -> work -> broken), so the
+/// fake's recordings and the Dockerfile kiln reads agree.
+void write_work_chain(const ChainDir& dir, const std::string& extra_chain,
+                      const std::string& extra_stage) {
+  dir.write("work.Dockerfile",
+            file_text(std::string(KILN_TEST_FIXTURES) + "/buildkit-v0.11.6/Dockerfile.used"));
+  dir.write("chain.toml", "[chain]\nname = \"bk" + dir.nonce() + "\"\nengine = \"buildkit\"\n" +
+                              extra_chain +
+                              "\n[defaults]\ncooldown_s = 0\n\n[[stage]]\nname = \"work\"\n"
+                              "dockerfile = \"work.Dockerfile\"\ntarget = \"work\"\n"
+                              "lane = \"amd64\"\n" +
+                              extra_stage);
+}
+
+TEST(BuildkitRun, DemoChainHandsEachStageOverByOciLayoutDigest) {
+  ChainDir dir;
+  dir.copy_demo();
+  FakeBuildkit fake(dir);
+  KilnResult run = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, -1, fake.env());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+
+  json manifest = dir.latest_manifest();
+  EXPECT_EQ(manifest["engine"]["name"], "buildkit");
+  EXPECT_EQ(manifest["engine"]["version"], "buildkitd v0.11.6, buildctl v0.11.6");
+  std::map<std::string, std::string> digest;
+  for (const auto& stage : manifest["stages"]) {
+    std::string name = stage["name"];
+    EXPECT_EQ(stage["status"], "ok") << name;
+    digest[name] = stage["image_id"];
+    ASSERT_TRUE(digest[name].starts_with("sha256:")) << name;
+    // The digest kiln recorded is the one the layout's index names.
+    EXPECT_NE(dir.read("records/oci/" + name + "/index.json").find(digest[name]), std::string::npos)
+        << name;
+    const json& attempt = stage["attempts"][0];
+    EXPECT_EQ(attempt["vertices"], 9) << name; // build-fresh's nine vertices
+    EXPECT_EQ(attempt["vertices_cached"], 1) << name;
+    EXPECT_EQ(attempt["steps_run"], 4) << name;
+  }
+  ASSERT_EQ(digest.size(), 5u);
+  // Every stage that needs another is handed exactly the digest that stage built.
+  auto builds = fake.builds();
+  ASSERT_EQ(builds.size(), 5u);
+  auto handed = [&](size_t build, const std::string& need) {
+    return has_word(builds[build],
+                    "context:" + need + "=oci-layout://" + need + "@" + digest[need]) &&
+           has_word(builds[build], need + "=" + (dir.path() / "records/oci" / need).string());
+  };
+  EXPECT_TRUE(handed(1, "base"));
+  EXPECT_TRUE(handed(2, "toolchain"));
+  EXPECT_TRUE(handed(3, "base"));
+  EXPECT_TRUE(handed(3, "libs"));
+  EXPECT_TRUE(handed(4, "final"));
+  // The digests differ per stage: a handoff of the wrong layout could not pass unseen.
+  EXPECT_NE(digest["base"], digest["final"]);
+
+  // A later run of one stage alone finds its need's layout from this run.
+  KilnResult only =
+      dir.kiln({"run", "--engine", "buildkit", "--only", "smoke", "chain.toml"}, -1, fake.env());
+  EXPECT_EQ(only.exit_code, 0) << only.output;
+  EXPECT_TRUE(
+      has_word(fake.builds().back(), "context:final=oci-layout://final@" + digest["final"]));
+}
+
+TEST(BuildkitRun, LocalTierMakesTheSecondRunACachedRebuild) {
+  ChainDir dir;
+  write_work_chain(dir, "\n[cache]\nlocal = true\n", "");
+  FakeBuildkit fake(dir);
+  ASSERT_EQ(dir.kiln({"run", "chain.toml"}, -1, fake.env()).exit_code, 0);
+  std::string slug = (dir.path() / "records/cache" / ("bk" + dir.nonce() + "-work-amd64")).string();
+  auto builds = fake.builds();
+  // The first run has no slug yet: a clean miss, no import; the export creates it.
+  EXPECT_FALSE(has_word(builds[0], "type=local,src=" + slug));
+  EXPECT_TRUE(has_word(builds[0], "type=local,dest=" + slug + ",mode=max"));
+
+  KilnResult second = dir.kiln({"run", "chain.toml"}, -1, fake.env());
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_TRUE(has_word(fake.builds()[1], "type=local,src=" + slug));
+  json attempt = dir.latest_manifest()["stages"][0]["attempts"][0];
+  EXPECT_EQ(attempt["steps_run"], 4);
+  EXPECT_EQ(attempt["steps_cached"], 4);
+  EXPECT_EQ(attempt["vertices_cached"], 4);
+}
+
+TEST(BuildkitRun, RunFailureIsNotRetriedAndSalvageLandsTheFinishedTargets) {
+  ChainDir dir;
+  write_work_chain(dir, "\n[cache]\nlocal = true\nsalvage_min_free_gb = 0\n", "");
+  FakeBuildkit fake(dir);
+  fake.plan("work.Dockerfile build-fail-run build-fresh\n");
+  KilnResult run = dir.kiln({"run", "chain.toml"}, -1, fake.env());
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  json stage = dir.latest_manifest()["stages"][0];
+  ASSERT_EQ(stage["attempts"].size(), 1u);
+  EXPECT_EQ(stage["attempts"][0]["verdict"], "permanent");
+  EXPECT_NE(stage["failure"].get<std::string>().find("no transient pattern matched"),
+            std::string::npos)
+      << stage["failure"];
+
+  // base and work finished before `broken` failed: each is re-driven as its own target, with
+  // nothing registry-facing, its image to scratch, so its local export lands.
+  ASSERT_EQ(stage["salvage"].size(), 2u) << stage;
+  EXPECT_EQ(stage["salvage"][0]["target"], "base");
+  EXPECT_EQ(stage["salvage"][1]["target"], "work");
+  EXPECT_EQ(stage["salvage"][1]["verdict"], "ok");
+  auto builds = fake.builds();
+  ASSERT_EQ(builds.size(), 3u);
+  EXPECT_TRUE(has_word(builds[1], "target=base"));
+  EXPECT_TRUE(has_word(builds[2], "target=work"));
+  EXPECT_FALSE(mentions(builds[2], "/records/oci/work"));
+  std::string slug = "records/cache/bk" + dir.nonce() + "-work-amd64/index.json";
+  EXPECT_FALSE(dir.read(slug).empty());
+  EXPECT_FALSE(dir.read("records/latest/" + stage["salvage"][1]["log"].get<std::string>()).empty());
+}
+
+TEST(BuildkitRun, SalvageIsSkippedAndSaysSoWhenDiskIsShort) {
+  ChainDir dir;
+  write_work_chain(dir, "\n[cache]\nlocal = true\nsalvage_min_free_gb = 1000000000\n", "");
+  FakeBuildkit fake(dir);
+  fake.plan("work.Dockerfile build-fail-run\n");
+  KilnResult run = dir.kiln({"run", "chain.toml"}, -1, fake.env());
+  EXPECT_EQ(run.exit_code, 1);
+  json stage = dir.latest_manifest()["stages"][0];
+  EXPECT_TRUE(stage["salvage"].empty());
+  EXPECT_NE(stage["salvage_note"].get<std::string>().find("below salvage_min_free_gb"),
+            std::string::npos)
+      << stage["salvage_note"];
+  EXPECT_EQ(fake.builds().size(), 1u);
+
+  KilnResult off = dir.kiln({"run", "--no-salvage", "chain.toml"}, -1, fake.env());
+  EXPECT_EQ(dir.latest_manifest()["stages"][0]["salvage_note"], "--no-salvage");
+}
+
+TEST(BuildkitRun, TwoImportFlakesThenTheRegistryIsDroppedAndTheLocalTierFinishes) {
+  ChainDir dir;
+  write_work_chain(dir, "\n[cache]\nlocal = true\n",
+                   "cache_from = [\"type=registry,ref=reg.example/bk/work:cache\"]\n"
+                   "cache_to = [\"type=registry,ref=reg.example/bk/work:cache,mode=max\"]\n");
+  FakeBuildkit fake(dir);
+  fake.plan("work.Dockerfile import-flake import-flake build-fresh\n");
+  KilnResult run = dir.kiln({"run", "chain.toml"}, -1, fake.env());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  json attempts = dir.latest_manifest()["stages"][0]["attempts"];
+  ASSERT_EQ(attempts.size(), 3u);
+  for (int i : {0, 1}) {
+    EXPECT_EQ(attempts[i]["verdict"], "retry");
+    EXPECT_EQ(attempts[i]["transient_class"], "cache-import");
+    EXPECT_EQ(attempts[i]["registry_cache_dropped"], false);
+  }
+  EXPECT_EQ(attempts[2]["verdict"], "ok");
+  EXPECT_EQ(attempts[2]["registry_cache_dropped"], true);
+  auto builds = fake.builds();
+  ASSERT_EQ(builds.size(), 3u);
+  EXPECT_TRUE(mentions(builds[0], "reg.example") && mentions(builds[1], "reg.example"));
+  EXPECT_FALSE(mentions(builds[2], "reg.example"));
+  EXPECT_TRUE(mentions(builds[2], "type=local,dest="));
+  std::string driver_log = dir.read("records/latest/driver.log");
+  EXPECT_NE(driver_log.find("2 registry cache-import flake(s); attempt 3 drops every "
+                            "registry-facing cache argument"),
+            std::string::npos)
+      << driver_log;
+}
+
+TEST(BuildkitRun, NoCacheExportDropsTheRegistryUpFront) {
+  ChainDir dir;
+  write_work_chain(dir, "\n[cache]\nlocal = true\n",
+                   "cache_from = [\"type=registry,ref=reg.example/bk/work:cache\"]\n"
+                   "cache_to = [\"type=registry,ref=reg.example/bk/work:cache,mode=max\"]\n");
+  FakeBuildkit fake(dir);
+  KilnResult run = dir.kiln({"run", "--no-cache-export", "chain.toml"}, -1, fake.env());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_FALSE(mentions(fake.builds()[0], "reg.example"));
+  EXPECT_TRUE(mentions(fake.builds()[0], "type=local,dest="));
+  EXPECT_NE(dir.read("records/latest/driver.log").find("--no-cache-export"), std::string::npos);
+}
+
+TEST(BuildkitRun, ExportToAnUnreachableRegistryFailsTheStageWithBuildkitsReason) {
+  ChainDir dir;
+  write_work_chain(dir, "",
+                   "cache_to = [\"type=registry,ref=127.0.0.1:1/nothing:cache,mode=max\"]\n");
+  FakeBuildkit fake(dir);
+  fake.plan("work.Dockerfile build-export-registry-unreachable\n");
+  KilnResult run = dir.kiln({"run", "chain.toml"}, -1, fake.env());
+  EXPECT_EQ(run.exit_code, 1);
+  json stage = dir.latest_manifest()["stages"][0];
+  EXPECT_EQ(stage["attempts"].size(), 1u);
+  EXPECT_EQ(stage["attempts"][0]["verdict"], "permanent");
+  EXPECT_NE(run.output.find("error writing layer blob"), std::string::npos) << run.output;
+}
+
+TEST(BuildkitRun, AClippedLogIsKeptAsBuildkitPrintedIt) {
+  ChainDir dir;
+  write_work_chain(dir, "", "");
+  FakeBuildkit fake(dir);
+  fake.plan("work.Dockerfile build-clipped\n");
+  KilnResult run = dir.kiln({"run", "chain.toml"}, -1, fake.env());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  json stage = dir.latest_manifest()["stages"][0];
+  std::string log = dir.read("records/latest/" + stage["attempts"][0]["log"].get<std::string>());
+  EXPECT_EQ(log,
+            file_text(std::string(KILN_TEST_FIXTURES) + "/buildkit-v0.11.6/build-clipped.stderr"));
+  EXPECT_EQ(stage["attempts"][0]["steps_run"], 2);
+}
+
+TEST(BuildkitRun, RefusedLaunchesNameTheAddressOrTheVersion) {
+  ChainDir dir;
+  dir.copy_demo();
+  FakeBuildkit fake(dir);
+  KilnResult unreachable = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, -1,
+                                    fake.env({{"KILN_FAKE_BUILDCTL_UNREACHABLE", "1"},
+                                              {"BUILDKIT_HOST", "tcp://192.0.2.7:1234"}}));
+  EXPECT_EQ(unreachable.exit_code, 2);
+  EXPECT_NE(unreachable.output.find("buildkitd is unreachable at tcp://192.0.2.7:1234 (from "
+                                    "BUILDKIT_HOST)"),
+            std::string::npos)
+      << unreachable.output;
+
+  KilnResult old = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, -1,
+                            fake.env({{"KILN_FAKE_BUILDKIT_VERSION", "v0.10.6"}}));
+  EXPECT_EQ(old.exit_code, 2);
+  EXPECT_NE(old.output.find("uses --oci-layout (stage handoff without a registry), which needs "
+                            "BuildKit v0.11 or newer, but buildctl at PATH is v0.10.6"),
+            std::string::npos)
+      << old.output;
+  EXPECT_TRUE(fake.builds().empty()); // refused before anything was built
+}
+
+} // namespace
+} // namespace kiln::testing

@@ -1,0 +1,312 @@
+// The buildkit backend: the exact buildctl argv of every feature, version gates, and what its
+// output reader makes of the recordings (tests/fixtures/buildkit-v0.11.6).
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "engine/buildkit_engine.h"
+#include "engine/buildkit_output.h"
+#include "util/fs.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(KILN_TEST_FIXTURES) + "/buildkit-v0.11.6/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::unique_ptr<BuildOutput> replay(const std::string& stderr_text) {
+  auto output = BuildkitEngine({}).read_output();
+  std::istringstream in(stderr_text);
+  for (std::string line; std::getline(in, line);) {
+    output->feed(line);
+  }
+  return output;
+}
+
+class TempDir {
+public:
+  TempDir() {
+    m_path = fs::temp_directory_path() /
+             ("kiln-bk-" + std::to_string(::getpid()) + "-" + std::to_string(s_count++));
+    fs::create_directories(m_path);
+  }
+  ~TempDir() { fs::remove_all(m_path); }
+  const fs::path& path() const { return m_path; }
+
+private:
+  static inline int s_count = 0;
+  fs::path m_path;
+};
+
+BuildRequest minimal_request(const fs::path& records) {
+  BuildRequest request;
+  request.stage = "work";
+  request.dockerfile = "/c/stages/work.Dockerfile";
+  request.context = "/c";
+  request.layout = records / "oci/work";
+  request.metadata = records / "oci/work.metadata.json";
+  return request;
+}
+
+TEST(BuildkitEngine, MinimalArgvExportsAnOciLayoutWithItsMetadata) {
+  BuildkitEngine engine({});
+  BuildRequest request = minimal_request("/r");
+  std::vector<std::string> expected = {"buildctl",
+                                       "build",
+                                       "--frontend",
+                                       "dockerfile.v0",
+                                       "--local",
+                                       "context=/c",
+                                       "--local",
+                                       "dockerfile=/c/stages",
+                                       "--opt",
+                                       "filename=work.Dockerfile",
+                                       "--progress=plain",
+                                       "--output",
+                                       "type=oci,dest=/r/oci/work,tar=false",
+                                       "--metadata-file",
+                                       "/r/oci/work.metadata.json"};
+  EXPECT_EQ(engine.build_argv(request), expected);
+}
+
+TEST(BuildkitEngine, EveryFeatureInItsPlace) {
+  TempDir dir;
+  // The stage it needs was built: its metadata names the digest the context pins.
+  fs::create_directories(dir.path() / "oci");
+  ASSERT_TRUE(
+      write_file_atomic(dir.path() / "oci/base.metadata.json", fixture("metadata-work.json")));
+  fs::create_directories(dir.path() / "cache/hello-work-amd64");
+  ASSERT_TRUE(write_file_atomic(dir.path() / "cache/hello-work-amd64/index.json", "{}"));
+
+  BuildkitEngine engine({"tcp://10.0.0.5:1234", "[engine.buildkit] host"});
+  BuildRequest request = minimal_request(dir.path());
+  request.target = "work";
+  request.build_args = {{"GREETING", "hi"}, {"B", "x y"}};
+  request.contexts = {{"base", "localhost/hello-base:latest", dir.path() / "oci/base",
+                       dir.path() / "oci/base.metadata.json", ""}};
+  request.tools = "/r/tools";
+  request.secrets = {{"token", "TOKEN", {}, {}}, {"netrc", {}, "/home/u/.netrc", {}}};
+  request.cache_slug = dir.path() / "cache/hello-work-amd64";
+  request.cache_from = {"type=registry,ref=reg.example/hello/work:cache"};
+  request.cache_to = {"type=registry,ref=reg.example/hello/work:cache,mode=max", "type=inline"};
+  const std::string digest =
+      "sha256:496b2655b00f977776f2ea5b58703904e6776d9e775185154bef6adea9c44c93";
+  const std::string slug = (dir.path() / "cache/hello-work-amd64").string();
+  std::vector<std::string> expected = {"buildctl",
+                                       "--addr",
+                                       "tcp://10.0.0.5:1234",
+                                       "build",
+                                       "--frontend",
+                                       "dockerfile.v0",
+                                       "--local",
+                                       "context=/c",
+                                       "--local",
+                                       "dockerfile=/c/stages",
+                                       "--opt",
+                                       "filename=work.Dockerfile",
+                                       "--opt",
+                                       "target=work",
+                                       "--opt",
+                                       "build-arg:GREETING=hi",
+                                       "--opt",
+                                       "build-arg:B=x y",
+                                       "--oci-layout",
+                                       "base=" + (dir.path() / "oci/base").string(),
+                                       "--opt",
+                                       "context:base=oci-layout://base@" + digest,
+                                       "--local",
+                                       "kiln-tools=/r/tools",
+                                       "--opt",
+                                       "context:kiln-tools=local:kiln-tools",
+                                       "--secret",
+                                       "id=token,env=TOKEN",
+                                       "--secret",
+                                       "id=netrc,src=/home/u/.netrc",
+                                       "--progress=plain",
+                                       "--import-cache",
+                                       "type=local,src=" + slug,
+                                       "--import-cache",
+                                       "type=registry,ref=reg.example/hello/work:cache",
+                                       "--export-cache",
+                                       "type=local,dest=" + slug + ",mode=max",
+                                       "--export-cache",
+                                       "type=registry,ref=reg.example/hello/work:cache,mode=max",
+                                       "--export-cache",
+                                       "type=inline",
+                                       "--output",
+                                       "type=oci,dest=" + (dir.path() / "oci/work").string() +
+                                           ",tar=false",
+                                       "--metadata-file",
+                                       (dir.path() / "oci/work.metadata.json").string()};
+  EXPECT_EQ(engine.build_argv(request), expected);
+
+  // After import flakes: every registry-facing argument goes, the local tier stays.
+  request.drop_registry_cache = true;
+  std::vector<std::string> dropped;
+  for (const auto& word : engine.build_argv(request)) {
+    if (word.find("reg.example") != std::string::npos || word == "type=inline") {
+      dropped.push_back(word);
+    }
+  }
+  EXPECT_TRUE(dropped.empty());
+  auto argv = engine.build_argv(request);
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "type=local,src=" + slug), argv.end());
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "type=local,dest=" + slug + ",mode=max"),
+            argv.end());
+}
+
+TEST(BuildkitEngine, AnEmptyOrAbsentSlugIsACleanMissNotAnImport) {
+  TempDir dir;
+  BuildkitEngine engine({});
+  BuildRequest request = minimal_request(dir.path());
+  request.cache_slug = dir.path() / "cache/slug";
+  auto count = [&](const std::string& prefix) {
+    auto argv = engine.build_argv(request);
+    return std::count_if(argv.begin(), argv.end(),
+                         [&](const std::string& w) { return w.starts_with(prefix); });
+  };
+  EXPECT_EQ(count("type=local,src="), 0); // absent
+  fs::create_directories(request.cache_slug);
+  std::ofstream(request.cache_slug / "index.json").close();
+  EXPECT_EQ(count("type=local,src="), 0);  // empty index.json
+  EXPECT_EQ(count("type=local,dest="), 1); // the export still lands
+  ASSERT_TRUE(write_file_atomic(request.cache_slug / "index.json", "{\"manifests\":[]}"));
+  EXPECT_EQ(count("type=local,src="), 1);
+  request.export_local = false;
+  EXPECT_EQ(count("type=local,dest="), 0);
+}
+
+TEST(BuildkitEngine, RegistryHandoffPushesAndBindsDockerImageByDigest) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "oci");
+  ASSERT_TRUE(
+      write_file_atomic(dir.path() / "oci/base.metadata.json", fixture("metadata-work.json")));
+  BuildkitEngine engine({});
+  BuildRequest request = minimal_request(dir.path());
+  request.pushed = "reg.example:5000/team/hello-work:latest";
+  request.contexts = {{"base", "localhost/hello-base:latest", dir.path() / "oci/base",
+                       dir.path() / "oci/base.metadata.json",
+                       "reg.example:5000/team/hello-base:latest"}};
+  auto argv = engine.build_argv(request);
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), "--oci-layout"), 0);
+  EXPECT_NE(std::find(argv.begin(), argv.end(),
+                      "context:base=docker-image://reg.example:5000/team/hello-base:latest@sha256:"
+                      "496b2655b00f977776f2ea5b58703904e6776d9e775185154bef6adea9c44c93"),
+            argv.end());
+  EXPECT_NE(std::find(argv.begin(), argv.end(),
+                      "type=image,name=reg.example:5000/team/hello-work:latest,push=true"),
+            argv.end());
+  EXPECT_TRUE(engine.has_stage_image(request.contexts[0]));
+}
+
+TEST(BuildkitEngine, AddressPrefersBuildkitHostOverTheChainFile) {
+  ::setenv("BUILDKIT_HOST", "tcp://192.0.2.1:1234", 1);
+  BuildkitAddress from_env = resolve_buildkit_address("unix:///chain.sock");
+  ::unsetenv("BUILDKIT_HOST");
+  EXPECT_EQ(from_env.address, "tcp://192.0.2.1:1234");
+  EXPECT_EQ(from_env.source, "BUILDKIT_HOST");
+  EXPECT_EQ(resolve_buildkit_address("unix:///chain.sock").source, "[engine.buildkit] host");
+  EXPECT_EQ(resolve_buildkit_address("").address, "");
+  EXPECT_EQ(BuildkitEngine({}).command({"du"}), (std::vector<std::string>{"buildctl", "du"}));
+}
+
+TEST(BuildkitEngine, VersionsCompareByNumber) {
+  EXPECT_EQ(BuildkitVersion::parse("v0.11.6"), (BuildkitVersion{0, 11, 6}));
+  EXPECT_EQ(BuildkitVersion::parse("v0.12.0-rc1"), (BuildkitVersion{0, 12, 0}));
+  EXPECT_FALSE(BuildkitVersion::parse("0.11.6"));
+  EXPECT_FALSE(BuildkitVersion::parse("v0.11"));
+  EXPECT_LT(*BuildkitVersion::parse("v0.9.3"), *BuildkitVersion::parse("v0.11.0"));
+}
+
+TEST(BuildkitEngine, UnsupportedOptionsNameTheOptionTheVersionAndTheWayOut) {
+  BuildkitEngine engine({"tcp://10.0.0.5:1234", "[engine.buildkit] host"});
+  BuildRequest request = minimal_request("/r");
+  request.contexts = {{"base", "", "/r/oci/base", "/r/oci/base.metadata.json", ""}};
+  request.cache_to = {"type=registry,ref=r/x:c,mode=max,image-manifest=true"};
+  EXPECT_TRUE(engine.unsupported({request}, "buildkitd v0.12.1, buildctl v0.12.1").empty());
+  auto problems = engine.unsupported({request}, "buildkitd v0.11.6, buildctl v0.10.6");
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0],
+            "stage 'work' uses --oci-layout (stage handoff without a registry), which needs "
+            "BuildKit v0.11 or newer, but buildctl at PATH is v0.10.6; install buildctl v0.11 "
+            "or newer, or name a registry in [chain] registry to hand stages over by push");
+  EXPECT_EQ(problems[1],
+            "stage 'work' uses the cache attribute image-manifest=, which needs BuildKit v0.12 "
+            "or newer, but buildkitd at tcp://10.0.0.5:1234 (from [engine.buildkit] host) is "
+            "v0.11.6; upgrade buildkitd to v0.12 or newer, or remove image-manifest= from the "
+            "cache spec");
+}
+
+TEST(BuildkitEngine, AnUnknownFlagIsExplained) {
+  BuildkitEngine engine({});
+  EXPECT_EQ(engine.explain_failure({"Incorrect Usage: flag provided but not defined: -oci-layout"}),
+            "buildctl does not know --oci-layout: it is older than that option (kiln's stage "
+            "handoff needs buildctl v0.11 or newer); install a newer buildctl");
+  EXPECT_EQ(engine.explain_failure({"error: failed to solve: exit code: 3"}), "");
+}
+
+TEST(BuildkitOutput, RecordedFreshBuildCountsStepsAndVertices) {
+  auto output = replay(fixture("build-fresh.stderr"));
+  const BuildProgress& p = output->progress();
+  EXPECT_EQ(p.steps_run, 4);
+  EXPECT_EQ(p.steps_cached, 1);
+  EXPECT_EQ(p.vertices, 9);
+  EXPECT_EQ(p.vertices_cached, 1);
+  EXPECT_EQ(output->finished_build_stages(), (std::vector<std::string>{"base", "work"}));
+}
+
+TEST(BuildkitOutput, RecordedCachedBuildServesEveryStep) {
+  auto output = replay(fixture("build-cached.stderr"));
+  EXPECT_EQ(output->progress().steps_run, 4);
+  EXPECT_EQ(output->progress().steps_cached, 4);
+}
+
+TEST(BuildkitOutput, RunFailureEvidenceIsTheVertexOwnOutputWithoutTheCommand) {
+  auto output = replay(fixture("build-fail-run.stderr"));
+  EXPECT_EQ(output->evidence(),
+            (Tail{"error: compile failed in foo.c", "about to fail",
+                  "ERROR: process did not complete successfully: exit code: 3",
+                  "error: failed to solve: process did not complete successfully: exit code: 3"}));
+  EXPECT_EQ(output->failed_build_stage(), "broken");
+  EXPECT_EQ(output->finished_build_stages(), (std::vector<std::string>{"base", "work"}));
+}
+
+TEST(BuildkitOutput, AnImportThatCouldNotConnectIsNotTheFailure) {
+  // The registry import failed (an ERROR vertex) but the build went on; a later failure's
+  // evidence is the later vertex, and a build with no solve error has none.
+  auto output = replay(fixture("build-import-registry-unreachable.stderr"));
+  Tail evidence = output->evidence();
+  ASSERT_FALSE(evidence.empty());
+  EXPECT_EQ(evidence.back().rfind("ERROR: failed to configure registry cache importer", 0), 0u);
+  auto failed = replay(fixture("build-export-registry-unreachable.stderr"));
+  EXPECT_EQ(failed->evidence().back(),
+            "error: failed to solve: error writing layer blob: failed to do request: Head "
+            "\"http://127.0.0.1:1/v2/nothing/blobs/"
+            "sha256:3907e4cb0dc8b429290241a1d3855c5e0e6b7cac4ef49cbdd6082b550fe509f8\": dial "
+            "tcp 127.0.0.1:1: connect: connection refused");
+}
+
+TEST(BuildkitOutput, AFailureOutsideAnyVertexIsStillEvidence) {
+  auto output = replay(fixture("build-fail-target.stderr"));
+  EXPECT_EQ(output->evidence(),
+            (Tail{"error: failed to solve: target stage nosuch could not be found"}));
+}
+
+TEST(BuildkitOutput, QuotedCommandsAreLeftOut) {
+  EXPECT_EQ(without_quoted_command("process \"/bin/sh -c echo 'connection reset by peer'\" did "
+                                   "not complete successfully: exit code: 1"),
+            "process did not complete successfully: exit code: 1");
+  EXPECT_EQ(without_quoted_command("no quote here"), "no quote here");
+}
+
+} // namespace
+} // namespace kiln
