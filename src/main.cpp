@@ -1,5 +1,6 @@
 #include <CLI/CLI.hpp>
 
+#include "cli/cache_command.h"
 #include "cli/run_command.h"
 #include "driver/run_loop.h"
 
@@ -9,6 +10,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   kiln::RunArgs run_args;
   CLI::App* run = kiln::add_run_command(app, run_args);
+  kiln::SnapshotArgs snapshot_args;
+  CLI::App* snapshot = kiln::add_cache_command(app, snapshot_args);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -19,6 +22,9 @@ int main(int argc, char** argv) {
   }
   if (run->parsed()) {
     return kiln::run_command(run_args);
+  }
+  if (snapshot->parsed()) {
+    return kiln::snapshot_command(snapshot_args);
   }
   return kiln::k_exit_usage;
 }

@@ -32,6 +32,18 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
   return run;
 }
 
+tl::expected<KeyValues, std::string> parse_build_args(const std::vector<std::string>& pairs) {
+  KeyValues values;
+  for (const auto& pair : pairs) {
+    size_t equals = pair.find('=');
+    if (equals == std::string::npos) {
+      return tl::unexpected(fmt::format("--build-arg {}: expected KEY=VALUE", pair));
+    }
+    values.emplace_back(pair.substr(0, equals), pair.substr(equals + 1));
+  }
+  return values;
+}
+
 int run_command(const RunArgs& args) {
   auto chain = load_chain(args.chain_file, {args.engine});
   if (!chain) {
@@ -48,14 +60,12 @@ int run_command(const RunArgs& args) {
   options.dry_run = args.dry_run;
   options.no_cache_export = args.no_cache_export;
   options.no_salvage = args.no_salvage;
-  for (const auto& pair : args.build_args) {
-    size_t equals = pair.find('=');
-    if (equals == std::string::npos) {
-      fmt::print(stderr, "kiln: error: --build-arg {}: expected KEY=VALUE\n", pair);
-      return k_exit_usage;
-    }
-    options.build_arg_overrides.emplace_back(pair.substr(0, equals), pair.substr(equals + 1));
+  auto overrides = parse_build_args(args.build_args);
+  if (!overrides) {
+    fmt::print(stderr, "kiln: error: {}\n", overrides.error());
+    return k_exit_usage;
   }
+  options.build_arg_overrides = std::move(*overrides);
   install_interrupt_handlers();
   auto engine = make_engine(*chain);
   const char* term = std::getenv("TERM");

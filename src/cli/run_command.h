@@ -4,6 +4,9 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <tl/expected.hpp>
+
+#include "chain/chain.h"
 
 namespace kiln {
 
@@ -20,6 +23,9 @@ struct RunArgs {
 
 /// `kiln run CHAIN`: register the subcommand and its options, filling `args`.
 CLI::App* add_run_command(CLI::App& app, RunArgs& args);
+
+/// `--build-arg` values as KEY=VALUE pairs, in command-line order.
+tl::expected<KeyValues, std::string> parse_build_args(const std::vector<std::string>& pairs);
 
 /// Load the chain, then run or dry-run it; returns the process exit code.
 int run_command(const RunArgs& args);

@@ -173,7 +173,7 @@ std::string RunFolder::attempt_log(const std::string& stage, int attempt) {
   return "stages/" + stage + ".attempt-" + std::to_string(attempt) + ".log";
 }
 
-std::map<std::string, double> last_ok_seconds(const std::filesystem::path& records) {
+std::map<std::string, LastOk> last_ok_builds(const std::filesystem::path& records) {
   std::error_code ec;
   std::vector<std::filesystem::path> runs;
   for (const auto& entry : std::filesystem::directory_iterator(records / "runs", ec)) {
@@ -181,7 +181,7 @@ std::map<std::string, double> last_ok_seconds(const std::filesystem::path& recor
   }
   // Run ids start with the UTC start time, so name order is time order.
   std::sort(runs.rbegin(), runs.rend());
-  std::map<std::string, double> seconds;
+  std::map<std::string, LastOk> builds;
   for (size_t i = 0; i < runs.size() && i < k_eta_runs; ++i) {
     auto text = read_file(runs[i] / "manifest.json");
     if (!text) {
@@ -193,11 +193,13 @@ std::map<std::string, double> last_ok_seconds(const std::filesystem::path& recor
     }
     for (const auto& s : doc["stages"]) {
       if (s.is_object() && s.value("status", "") == "ok") {
-        seconds.emplace(s.value("name", ""), s.value("seconds", 0.0));
+        builds.emplace(
+            s.value("name", ""),
+            LastOk{runs[i].filename().string(), s.value("seconds", 0.0), s.value("image_id", "")});
       }
     }
   }
-  return seconds;
+  return builds;
 }
 
 } // namespace kiln

@@ -116,8 +116,15 @@ private:
   AppendFile m_driver_log;
 };
 
-/// For each stage, the seconds its newest successful build took in an earlier run: the ETA.
-/// Reads only the most recent manifests, so a long history costs nothing.
-std::map<std::string, double> last_ok_seconds(const std::filesystem::path& records);
+/// A stage's newest successful build in an earlier run.
+struct LastOk {
+  std::string run_id;
+  double seconds = 0; // how long it took: the next build's ETA
+  std::string image_id;
+};
+
+/// For each stage, its newest successful build. Reads only the most recent manifests, so a
+/// long history costs nothing.
+std::map<std::string, LastOk> last_ok_builds(const std::filesystem::path& records);
 
 } // namespace kiln

@@ -3,16 +3,15 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
-#include <deque>
 #include <map>
 
 #include <unistd.h>
 
 #include <fmt/format.h>
 
-#include "compilecache/stats_line.h"
 #include "dockerfile/instructions.h"
 #include "driver/attempt.h"
+#include "driver/attempt_runner.h"
 #include "driver/build_request.h"
 #include "driver/kiln_tools.h"
 #include "driver/records.h"
@@ -28,9 +27,6 @@ namespace kiln {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-/// How many lines of a failed attempt the console shows; the log keeps all of them.
-constexpr size_t k_console_tail_lines = 20;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -126,67 +122,6 @@ std::vector<std::string> check_outside_needs(const std::vector<const Stage*>& st
     }
   }
   return problems;
-}
-
-struct AttemptOutcome {
-  ProcessExit exit;
-  BuildProgress progress;
-  Tail evidence;                        // the failing step's own output: what classification reads
-  Tail tail;                            // the last lines as printed, for the console
-  std::optional<CompileReport> compile; // what the stage's kiln-cc steps reported, summed
-  std::vector<std::string> finished_build_stages;
-};
-
-void keep_last(std::deque<std::string>& lines, std::string_view line, size_t count) {
-  lines.emplace_back(line);
-  if (lines.size() > count) {
-    lines.pop_front();
-  }
-}
-
-/// One engine invocation: the whole output to `log_path`, progress to the console (when given).
-AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
-                           const std::filesystem::path& log_path, Console* console,
-                           std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
-  AttemptOutcome outcome;
-  AppendFile log;
-  if (auto opened = log.open(log_path); !opened) {
-    outcome.exit.spawn_error = opened.error();
-    return outcome;
-  }
-  std::unique_ptr<BuildOutput> output = engine.read_output();
-  std::deque<std::string> tail;
-  LineSplitter lines([&](std::string_view line) {
-    keep_last(tail, line, k_console_tail_lines);
-    if (output->feed(line) && console != nullptr) {
-      console->stage_progress(output->progress());
-    }
-    // Found anywhere in the line: an engine may prefix what a RUN printed.
-    if (size_t at = line.find(cc::k_stats_prefix); at != std::string_view::npos) {
-      if (auto stats = cc::parse_stats_line(line.substr(at))) {
-        outcome.compile = outcome.compile.value_or(CompileReport{});
-        outcome.compile->add(*stats);
-      }
-    }
-  });
-  outcome.exit = engine.build(
-      request,
-      [&](std::string_view chunk) {
-        log.write(chunk); // the whole output, byte for byte, before anything interprets it
-        lines.feed(chunk);
-      },
-      interrupt_fd(), timeout);
-  lines.finish();
-  outcome.progress = output->progress();
-  outcome.evidence = output->evidence();
-  outcome.finished_build_stages = output->finished_build_stages();
-  if (!outcome.exit.spawn_error.empty()) {
-    log.write("kiln: " + outcome.exit.spawn_error + "\n");
-    keep_last(tail, outcome.exit.spawn_error, k_console_tail_lines);
-    outcome.evidence.push_back(outcome.exit.spawn_error);
-  }
-  outcome.tail.assign(tail.begin(), tail.end());
-  return outcome;
 }
 
 /// Why a built stage still fails its compile-request floor, if it does. Retrying cannot help:
@@ -479,7 +414,9 @@ void Run::salvage(const Stage& stage, const BuildRequest& request, const Attempt
 
 int Run::execute(const std::vector<const Stage*>& stages,
                  const std::vector<BuildRequest>& requests) {
-  m_eta = last_ok_seconds(m_chain.records);
+  for (const auto& [stage, build] : last_ok_builds(m_chain.records)) {
+    m_eta[stage] = build.seconds;
+  }
   Clock::time_point start = Clock::now();
   save();
   m_folder.log(fmt::format("run {}: chain {} ({}), engine {} {}, host {}, stages: {}",

@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
+
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -289,6 +292,105 @@ TEST(BuildkitRun, RefusedLaunchesNameTheAddressOrTheVersion) {
             std::string::npos)
       << old.output;
   EXPECT_TRUE(fake.builds().empty()); // refused before anything was built
+}
+
+} // namespace
+} // namespace kiln::testing
+
+namespace kiln::testing {
+namespace {
+
+TEST(BuildkitCacheSnapshot, ReDrivesAGreenStageWithTheRegistryExportAndMeasuresIt) {
+  ChainDir dir;
+  write_work_chain(dir, "\n[cache]\nlocal = true\n",
+                   "snapshot_cache_to = \"type=registry,ref=reg.example/bk/work:snap,mode=max\"\n");
+  FakeBuildkit fake(dir);
+  KilnResult refused = dir.kiln({"cache", "snapshot", "chain.toml", "work"}, -1, fake.env());
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.output.find("stage 'work' has no green build"), std::string::npos)
+      << refused.output;
+
+  // The recorded cache export wrote five blobs; the local export holds two of them.
+  fake.plan("work.Dockerfile build-fresh build-fresh build-export-registry-unreachable\n");
+  ASSERT_EQ(dir.kiln({"run", "chain.toml"}, -1, fake.env()).exit_code, 0);
+  std::string slug = "records/cache/bk" + dir.nonce() + "-work-amd64/blobs/sha256/";
+  dir.write(slug + "3907e4cb0dc8b429290241a1d3855c5e0e6b7cac4ef49cbdd6082b550fe509f8",
+            std::string(1000, 'a'));
+  dir.write(slug + "4f4fb700ef54461cfa02571ae0db9a0dc1e0cdb5577484a6d75e68dc38e8acc1",
+            std::string(234, 'b'));
+  std::string metadata = dir.read("records/oci/work.metadata.json");
+  std::string run_id = dir.latest_manifest()["run_id"];
+
+  KilnResult snapshot = dir.kiln({"cache", "snapshot", "chain.toml", "work"}, -1, fake.env());
+  ASSERT_EQ(snapshot.exit_code, 0) << snapshot.output;
+  EXPECT_NE(snapshot.output.find("snapshot of work pushed 5 blob(s)"), std::string::npos)
+      << snapshot.output;
+  auto builds = fake.builds();
+  ASSERT_EQ(builds.size(), 2u);
+  EXPECT_TRUE(has_word(builds[1], "type=registry,ref=reg.example/bk/work:snap,mode=max"));
+  EXPECT_FALSE(mentions(builds[1], "type=local,dest=")); // the local tier is read, not rewritten
+  EXPECT_TRUE(mentions(builds[1], "type=local,src="));
+  // Off the critical path: no run record, and the stage's image is still its green build's.
+  EXPECT_EQ(dir.latest_manifest()["run_id"], run_id);
+  EXPECT_EQ(dir.read("records/oci/work.metadata.json"), metadata);
+  std::filesystem::path folder;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path() / "records/snapshots")) {
+    folder = entry.path();
+  }
+  json record = json::parse(file_text(folder / "snapshot.json"));
+  EXPECT_EQ(record["status"], "ok");
+  EXPECT_EQ(record["green_run"], run_id);
+  EXPECT_EQ(record["blobs"], 5);
+  EXPECT_EQ(record["bytes"], 1234);
+  EXPECT_EQ(record["unsized_blobs"], 3);
+
+  // A failed upload fails the snapshot, never the build it copies.
+  KilnResult failed = dir.kiln({"cache", "snapshot", "chain.toml", "work"}, -1, fake.env());
+  EXPECT_EQ(failed.exit_code, 1);
+  EXPECT_NE(failed.output.find("the stage's green build is untouched"), std::string::npos)
+      << failed.output;
+  EXPECT_EQ(dir.read("records/oci/work.metadata.json"), metadata);
+  EXPECT_EQ(dir.latest_manifest()["stages"][0]["status"], "ok");
+}
+
+TEST(BuildkitCacheSnapshot, AnInterruptedUploadStopsAndLeavesTheBuildAlone) {
+  ChainDir dir;
+  write_work_chain(dir, "\n[cache]\nlocal = true\n",
+                   "snapshot_cache_to = \"type=registry,ref=reg.example/bk/work:snap,mode=max\"\n");
+  FakeBuildkit fake(dir);
+  ASSERT_EQ(dir.kiln({"run", "chain.toml"}, -1, fake.env()).exit_code, 0);
+  std::string metadata = dir.read("records/oci/work.metadata.json");
+  int trigger[2];
+  ASSERT_EQ(::pipe(trigger), 0);
+  std::thread interrupter([&] {
+    // The fake replays a line every 200 ms: press Ctrl-C once it is well under way.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (processes_matching("reg.example/bk/work:snap").empty() &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    [[maybe_unused]] auto n = ::write(trigger[1], "x", 1);
+  });
+  KilnResult snapshot = dir.kiln({"cache", "snapshot", "chain.toml", "work"}, trigger[0],
+                                 fake.env({{"KILN_FAKE_BUILDCTL_DELAY_MS", "200"}}));
+  interrupter.join();
+  ::close(trigger[0]);
+  ::close(trigger[1]);
+  EXPECT_EQ(snapshot.exit_code, 130) << snapshot.output;
+  EXPECT_TRUE(processes_matching("reg.example/bk/work:snap").empty());
+  EXPECT_EQ(dir.read("records/oci/work.metadata.json"), metadata);
+  EXPECT_NE(snapshot.output.find("snapshot interrupted"), std::string::npos) << snapshot.output;
+}
+
+TEST(BuildkitCacheSnapshot, AStageWithoutASnapshotExportIsRefused) {
+  ChainDir dir;
+  write_work_chain(dir, "", "");
+  FakeBuildkit fake(dir);
+  KilnResult refused = dir.kiln({"cache", "snapshot", "chain.toml", "work"}, -1, fake.env());
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.output.find("stage 'work' has no snapshot_cache_to"), std::string::npos)
+      << refused.output;
 }
 
 } // namespace

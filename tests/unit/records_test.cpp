@@ -148,10 +148,11 @@ TEST_F(RecordsTest, EtaComesFromTheNewestSuccessfulRun) {
   ASSERT_TRUE(newer_ok->write_manifest(sample("20261202-100000-bbbb", "ok", 30)));
   auto newest_failed = RunFolder::create(m_root, at(3600));
   ASSERT_TRUE(newest_failed->write_manifest(sample("20261202-110000-cccc", "failed:base", 5)));
-  auto eta = last_ok_seconds(m_root);
-  ASSERT_EQ(eta.count("base"), 1u);
-  EXPECT_EQ(eta["base"], 30);
-  EXPECT_TRUE(last_ok_seconds(m_root / "nowhere").empty());
+  auto builds = last_ok_builds(m_root);
+  ASSERT_EQ(builds.count("base"), 1u);
+  EXPECT_EQ(builds["base"].seconds, 30);
+  EXPECT_EQ(builds["base"].run_id, newer_ok->run_id());
+  EXPECT_TRUE(last_ok_builds(m_root / "nowhere").empty());
 }
 
 } // namespace

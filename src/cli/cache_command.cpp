@@ -1,0 +1,49 @@
+#include "cli/cache_command.h"
+
+#include <fmt/format.h>
+
+#include "chain/chain_loader.h"
+#include "cli/run_command.h"
+#include "driver/console.h"
+#include "driver/run_loop.h"
+#include "driver/snapshot.h"
+#include "engine/engine.h"
+#include "util/interrupt.h"
+
+namespace kiln {
+
+CLI::App* add_cache_command(CLI::App& app, SnapshotArgs& args) {
+  CLI::App* cache = app.add_subcommand("cache", "Work with a chain's cache tiers");
+  cache->require_subcommand(1);
+  CLI::App* snapshot = cache->add_subcommand(
+      "snapshot", "Re-drive a stage that built green with its registry mode=max export, off the "
+                  "critical path");
+  snapshot->add_option("chain", args.chain_file, "The chain file (TOML)")->required();
+  snapshot->add_option("stage", args.stage, "The stage to snapshot")->required();
+  snapshot->add_option("--engine", args.engine, "Use this engine instead of the chain's")
+      ->check(CLI::IsMember({"buildah", "buildkit"}));
+  snapshot->add_option("--build-arg", args.build_args,
+                       "K=V as given to the green build (repeatable)");
+  return snapshot;
+}
+
+int snapshot_command(const SnapshotArgs& args) {
+  auto chain = load_chain(args.chain_file, {args.engine});
+  if (!chain) {
+    for (const auto& diagnostic : chain.error()) {
+      std::fputs(format_diagnostic(diagnostic).c_str(), stderr);
+    }
+    return k_exit_usage;
+  }
+  auto overrides = parse_build_args(args.build_args);
+  if (!overrides) {
+    fmt::print(stderr, "kiln: error: {}\n", overrides.error());
+    return k_exit_usage;
+  }
+  install_interrupt_handlers();
+  auto engine = make_engine(*chain);
+  Console console(stdout, false);
+  return snapshot_stage(*chain, *engine, args.stage, *overrides, console, stderr);
+}
+
+} // namespace kiln

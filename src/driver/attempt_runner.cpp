@@ -1,0 +1,67 @@
+#include "driver/attempt_runner.h"
+
+#include <deque>
+
+#include "compilecache/stats_line.h"
+#include "util/fs.h"
+#include "util/interrupt.h"
+
+namespace kiln {
+
+namespace {
+
+void keep_last(std::deque<std::string>& lines, std::string_view line, size_t count) {
+  lines.emplace_back(line);
+  if (lines.size() > count) {
+    lines.pop_front();
+  }
+}
+
+} // namespace
+
+AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
+                           const std::filesystem::path& log_path, Console* console,
+                           std::chrono::milliseconds timeout) {
+  AttemptOutcome outcome;
+  AppendFile log;
+  if (auto opened = log.open(log_path); !opened) {
+    outcome.exit.spawn_error = opened.error();
+    return outcome;
+  }
+  std::unique_ptr<BuildOutput> output = engine.read_output();
+  std::deque<std::string> tail;
+  LineSplitter lines([&](std::string_view line) {
+    keep_last(tail, line, k_console_tail_lines);
+    if (output->feed(line) && console != nullptr) {
+      console->stage_progress(output->progress());
+    }
+    // Found anywhere in the line: an engine may prefix what a RUN printed.
+    if (size_t at = line.find(cc::k_stats_prefix); at != std::string_view::npos) {
+      if (auto stats = cc::parse_stats_line(line.substr(at))) {
+        outcome.compile = outcome.compile.value_or(CompileReport{});
+        outcome.compile->add(*stats);
+      }
+    }
+  });
+  outcome.exit = engine.build(
+      request,
+      [&](std::string_view chunk) {
+        log.write(chunk); // the whole output, byte for byte, before anything interprets it
+        lines.feed(chunk);
+      },
+      interrupt_fd(), timeout);
+  lines.finish();
+  outcome.progress = output->progress();
+  outcome.evidence = output->evidence();
+  outcome.finished_build_stages = output->finished_build_stages();
+  if (!outcome.exit.spawn_error.empty()) {
+    log.write("kiln: " + outcome.exit.spawn_error + "\n");
+    keep_last(tail, outcome.exit.spawn_error, k_console_tail_lines);
+    outcome.evidence.push_back(outcome.exit.spawn_error);
+  }
+  outcome.tail.assign(tail.begin(), tail.end());
+  outcome.output = std::move(output);
+  return outcome;
+}
+
+} // namespace kiln

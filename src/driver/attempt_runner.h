@@ -1,0 +1,35 @@
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "driver/console.h"
+#include "driver/records.h"
+#include "engine/engine.h"
+
+namespace kiln {
+
+/// How many lines of a failed attempt the console shows; the log keeps all of them.
+constexpr size_t k_console_tail_lines = 20;
+
+/// What one engine invocation left behind, read from its output.
+struct AttemptOutcome {
+  ProcessExit exit;
+  BuildProgress progress;
+  Tail evidence;                        // the failing step's own output: what classification reads
+  Tail tail;                            // the last lines as printed, for the console
+  std::optional<CompileReport> compile; // what the stage's kiln-cc steps reported, summed
+  std::vector<std::string> finished_build_stages;
+  std::unique_ptr<BuildOutput> output; // the reader, for what only one engine reports
+};
+
+/// One engine invocation: the whole output, byte for byte, to `log_path`; progress to the
+/// console when one is given; stopped by an interrupt, or after `timeout` when it is not zero.
+AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
+                           const std::filesystem::path& log_path, Console* console,
+                           std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+
+} // namespace kiln
