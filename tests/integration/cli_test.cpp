@@ -1,4 +1,6 @@
 // The kiln command line: diagnostics, dry runs, selection and overrides, as a user sees them.
+#include <cstdlib>
+
 #include <gtest/gtest.h>
 
 #include "kiln_harness.h"
@@ -135,11 +137,21 @@ TEST(Cli, NeedThatIsNeitherBuiltNorInTheStoreStopsTheRunBeforeItStarts) {
   KilnResult result = dir.kiln({"run", "chain.toml", "--only", "work"});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.output.find("stage 'work' needs 'base', which this run does not build, and "
-                               "buildah has no image localhost/t" +
-                               dir.nonce() + "-base:latest"),
+                               "buildah has no image of it from an earlier run (localhost/t" +
+                               dir.nonce() + "-base:latest)"),
             std::string::npos)
       << result.output;
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "records"));
+
+  // BuildKit looks for the need's layout and digest from an earlier run instead.
+  KilnResult buildkit = dir.kiln({"run", "chain.toml", "--only", "work", "--engine", "buildkit"},
+                                 -1, {{"PATH", std::string(KILN_FAKE_BUILDCTL_DIR) + ":" +
+                                                   std::getenv("PATH")}});
+  EXPECT_EQ(buildkit.exit_code, 2);
+  EXPECT_NE(buildkit.output.find("and buildkit has no image of it from an earlier run (" +
+                                 (dir.path() / "records/oci/base.metadata.json").string() + ")"),
+            std::string::npos)
+      << buildkit.output;
 }
 
 TEST(Cli, UsageErrorsExitTwo) {
