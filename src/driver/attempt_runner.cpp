@@ -28,6 +28,11 @@ AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
     outcome.exit.spawn_error = opened.error();
     return outcome;
   }
+  if (!request.metadata.empty()) {
+    // buildctl writes its metadata file but does not create the folder for it.
+    std::error_code ignored;
+    std::filesystem::create_directories(request.metadata.parent_path(), ignored);
+  }
   std::unique_ptr<BuildOutput> output = engine.read_output();
   std::deque<std::string> tail;
   LineSplitter lines([&](std::string_view line) {

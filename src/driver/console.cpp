@@ -21,15 +21,29 @@ size_t terminal_width(std::FILE* out) {
   return 100;
 }
 
+/// The first 12 hex digits, as `docker images` shows ids; a digest loses its `sha256:`.
+std::string short_id(std::string_view id) {
+  if (id.starts_with("sha256:")) {
+    id.remove_prefix(7);
+  }
+  return std::string(id.substr(0, 12));
+}
+
 std::string step_text(const BuildProgress& p) {
   if (p.steps == 0) {
     return "starting";
   }
   std::string text;
-  if (p.build_stages > 0) {
+  if (!p.build_stage_name.empty()) {
+    text = fmt::format("[{}] ", p.build_stage_name); // BuildKit names the Dockerfile stage
+  } else if (p.build_stages > 0) {
     text = fmt::format("stage {}/{} ", p.build_stage, p.build_stages);
   }
-  return text + fmt::format("step {}/{}", p.step, p.steps);
+  text += fmt::format("step {}/{}", p.step, p.steps);
+  if (p.vertices > 0) {
+    text += fmt::format(", {} cached", p.steps_cached);
+  }
+  return text;
 }
 
 } // namespace
@@ -127,8 +141,9 @@ void Console::stage_progress(const BuildProgress& progress) {
   if (!m_stage) {
     return;
   }
-  bool new_step =
-      progress.step != m_progress.step || progress.build_stage != m_progress.build_stage;
+  bool new_step = progress.step != m_progress.step ||
+                  progress.build_stage != m_progress.build_stage ||
+                  progress.build_stage_name != m_progress.build_stage_name;
   m_progress = progress;
   if (m_live) {
     redraw_locked();
@@ -168,7 +183,7 @@ void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir
   for (const auto& s : run.stages) {
     rows.push_back({s.name, s.status, std::to_string(s.attempts.size()),
                     fmt::format("{:.1f}", s.seconds),
-                    s.image_id.empty() ? "-" : s.image_id.substr(0, 12)});
+                    s.image_id.empty() ? "-" : short_id(s.image_id)});
   }
   std::vector<size_t> widths(rows[0].size(), 0);
   for (const auto& row : rows) {

@@ -132,6 +132,29 @@ TEST(BuildkitRun, DemoChainHandsEachStageOverByOciLayoutDigest) {
       has_word(fake.builds().back(), "context:final=oci-layout://final@" + digest["final"]));
 }
 
+TEST(BuildkitRun, WithARegistryStagesArePushedAndBoundByDigest) {
+  ChainDir dir;
+  dir.copy_demo();
+  std::string chain = dir.read("chain.toml");
+  chain.replace(chain.find("[chain]\n"), 8, "[chain]\nregistry = \"reg.example:5000/team\"\n");
+  dir.write("chain.toml", chain);
+  FakeBuildkit fake(dir);
+  KilnResult run = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, -1, fake.env());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  json stages = dir.latest_manifest()["stages"];
+  std::string base_digest = stages[0]["image_id"];
+  ASSERT_TRUE(base_digest.starts_with("sha256:"));
+  auto builds = fake.builds();
+  ASSERT_EQ(builds.size(), 5u);
+  EXPECT_TRUE(has_word(builds[0], "type=image,name=reg.example:5000/team/hello-base:latest,"
+                                  "push=true"));
+  EXPECT_FALSE(mentions(builds[0], "type=oci"));
+  EXPECT_TRUE(has_word(builds[1], "context:base=docker-image://reg.example:5000/team/"
+                                  "hello-base:latest@" +
+                                      base_digest));
+  EXPECT_FALSE(mentions(builds[1], "--oci-layout"));
+}
+
 TEST(BuildkitRun, LocalTierMakesTheSecondRunACachedRebuild) {
   ChainDir dir;
   write_work_chain(dir, "\n[cache]\nlocal = true\n", "");
@@ -180,6 +203,25 @@ TEST(BuildkitRun, RunFailureIsNotRetriedAndSalvageLandsTheFinishedTargets) {
   std::string slug = "records/cache/bk" + dir.nonce() + "-work-amd64/index.json";
   EXPECT_FALSE(dir.read(slug).empty());
   EXPECT_FALSE(dir.read("records/latest/" + stage["salvage"][1]["log"].get<std::string>()).empty());
+}
+
+TEST(BuildkitRun, EachSalvageTargetIsBoundedByItsTimeout) {
+  ChainDir dir;
+  write_work_chain(dir,
+                   "\n[cache]\nlocal = true\nsalvage_min_free_gb = 0\n"
+                   "salvage_target_timeout_s = 0.5\n",
+                   "");
+  FakeBuildkit fake(dir);
+  fake.plan("work.Dockerfile build-fail-run build-fresh\n");
+  KilnResult run =
+      dir.kiln({"run", "chain.toml"}, -1, fake.env({{"KILN_FAKE_BUILDCTL_DELAY_MS", "40"}}));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  json salvage = dir.latest_manifest()["stages"][0]["salvage"];
+  ASSERT_EQ(salvage.size(), 2u);
+  for (const auto& entry : salvage) {
+    EXPECT_EQ(entry["verdict"], "timed-out") << entry;
+  }
+  EXPECT_TRUE(processes_matching(dir.path().string() + "/work.Dockerfile").empty());
 }
 
 TEST(BuildkitRun, SalvageIsSkippedAndSaysSoWhenDiskIsShort) {
