@@ -56,6 +56,25 @@ struct CachePolicy {
   double salvage_target_timeout_s = 600;
 };
 
+/// How kiln keeps a run from dying of a full disk ([disk] in the chain file).
+struct DiskSettings {
+  std::filesystem::path path;    // the build drive to measure; absolute; default: records
+  double need_gb = 0;            // free space a run needs to start; 0: no preflight
+  double guard_gb = 10;          // below this the in-stage watchdog reclaims; 0: no watchdog
+  double floor_gb = 10;          // a stage's default floor, checked before it starts
+  int keep_slugs = 3;            // newest cache exports a trim never removes
+  double buildkit_keep_gb = 120; // layer cache a BuildKit store prune keeps
+  double watch_interval_s = 120; // the watchdog's tick
+};
+
+/// The resource sampler and the job budget ([resources] in the chain file).
+struct ResourceSettings {
+  double sample_interval_s = 20; // 0: no sampling
+  std::optional<double> host_reserve_gb;
+  std::optional<double> memory_limit_gb;
+  double mem_per_job_gb = 2;
+};
+
 struct Stage {
   std::string name;
   SourcePos pos;                    // of the [[stage]] table
@@ -82,6 +101,9 @@ struct Stage {
   std::vector<CacheSpec> cache_to;   // registry and inline tiers the build exports
   std::optional<CacheSpec> snapshot_to; // the registry mode=max export `kiln cache snapshot`
                                         // writes, never on a build's critical path
+
+  std::optional<double> disk_floor_gb;  // free space the stage needs to start; [disk] floor_gb
+  std::optional<double> mem_per_job_gb; // the job budget's divisor; [resources] mem_per_job_gb
 };
 
 struct Chain {
@@ -93,6 +115,8 @@ struct Chain {
   std::string buildkit_host; // [engine.buildkit] host; empty: buildctl's default
   std::string registry;      // stage handoff by push when set (BuildKit)
   CachePolicy cache;
+  DiskSettings disk;
+  ResourceSettings resources;
   std::filesystem::path versions_file; // absolute; empty when the chain names none
   std::filesystem::path records;       // absolute
   KeyValues versions;                  // pins from versions_file, in file order

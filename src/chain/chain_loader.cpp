@@ -28,8 +28,13 @@ namespace {
 const std::vector<std::string> k_engines = {"buildah", "buildkit"};
 const std::vector<std::string> k_isolations = {"chroot", "oci", "rootless"};
 
-const std::vector<std::string> k_top_keys = {"chain",     "engine", "defaults",
-                                             "transient", "cache",  "stage"};
+const std::vector<std::string> k_top_keys = {"chain", "engine", "defaults",  "transient",
+                                             "cache", "disk",   "resources", "stage"};
+const std::vector<std::string> k_disk_keys = {
+    "path",       "need_gb",          "guard_gb",        "floor_gb",
+    "keep_slugs", "buildkit_keep_gb", "watch_interval_s"};
+const std::vector<std::string> k_resources_keys = {"sample_interval_s", "host_reserve_gb",
+                                                   "memory_limit_gb", "mem_per_job_gb"};
 const std::vector<std::string> k_chain_keys = {"name", "engine", "versions", "records", "registry"};
 const std::vector<std::string> k_engine_keys = {"buildah", "buildkit"};
 const std::vector<std::string> k_buildkit_keys = {"host"};
@@ -43,9 +48,10 @@ const std::vector<std::string> k_buildah_keys = {"isolation"};
 const std::vector<std::string> k_defaults_keys = {"attempts", "cooldown_s", "cooldown_max_s"};
 const std::vector<std::string> k_transient_keys = {"name", "patterns", "retry_despite_identical"};
 const std::vector<std::string> k_stage_keys = {
-    "name",  "dockerfile",  "context",    "target",   "tag",
-    "needs", "build_args",  "secrets",    "attempts", "min_compile_requests",
-    "lane",  "cache_local", "cache_from", "cache_to", "snapshot_cache_to"};
+    "name",          "dockerfile",    "context",    "target",   "tag",
+    "needs",         "build_args",    "secrets",    "attempts", "min_compile_requests",
+    "lane",          "cache_local",   "cache_from", "cache_to", "snapshot_cache_to",
+    "disk_floor_gb", "mem_per_job_gb"};
 const char* const k_attempts_hint = "1 means a single attempt and no retry";
 const std::vector<std::string> k_secret_keys = {"id", "env", "file"};
 
@@ -177,6 +183,11 @@ private:
   void read_engine(const toml::table& root);
   void read_defaults(const toml::table& root);
   void read_cache(const toml::table& root);
+  void read_disk(const toml::table& root);
+  void read_resources(const toml::table& root);
+  /// A size in GB, 0 or more (`positive`: more than 0).
+  std::optional<double> get_gb(const toml::table& table, std::string_view where,
+                               std::string_view key, bool positive = false);
   std::vector<CacheSpec> read_cache_specs(const toml::table& table, std::string_view key);
   std::optional<CacheSpec> read_cache_spec(const toml::node& node, std::string_view key);
   void read_transient(const toml::table& table);
@@ -449,6 +460,78 @@ void Loader::read_cache(const toml::table& root) {
   }
 }
 
+std::optional<double> Loader::get_gb(const toml::table& table, std::string_view where,
+                                     std::string_view key, bool positive) {
+  const toml::node* node = table.get(key);
+  if (!node) {
+    return std::nullopt;
+  }
+  double value = node->value<double>().value_or(-1);
+  if (!node->is_number() || !std::isfinite(value) || value < 0 || (positive && value == 0)) {
+    error(pos(*node),
+          fmt::format("'{}' {} must be a number of GB, {}", key, where,
+                      positive ? "more than 0" : "0 or more"),
+          positive ? "write it like 4 or 2.5" : "write it like 40 or 12.5; 0 turns it off");
+    return std::nullopt;
+  }
+  return value;
+}
+
+void Loader::read_disk(const toml::table& root) {
+  DiskSettings& disk = m_chain.disk;
+  disk.path = m_chain.records;
+  const auto* table = get<toml::table>(root, "at the top level", "disk");
+  if (!table) {
+    return;
+  }
+  const std::string_view where = "in [disk]";
+  check_keys(*table, where, k_disk_keys);
+  if (const auto* path = get<std::string>(*table, where, "path")) {
+    disk.path = resolve(path->get());
+  }
+  disk.need_gb = get_gb(*table, where, "need_gb").value_or(disk.need_gb);
+  disk.guard_gb = get_gb(*table, where, "guard_gb").value_or(disk.guard_gb);
+  disk.floor_gb = get_gb(*table, where, "floor_gb").value_or(disk.floor_gb);
+  disk.buildkit_keep_gb = get_gb(*table, where, "buildkit_keep_gb").value_or(disk.buildkit_keep_gb);
+  if (const auto* keep = get<int64_t>(*table, where, "keep_slugs")) {
+    if (keep->get() < 0 || keep->get() > 1000000) {
+      error(pos(*keep), "'keep_slugs' in [disk] must be 0 or more",
+            "the newest this many cache exports are never trimmed");
+    } else {
+      disk.keep_slugs = static_cast<int>(keep->get());
+    }
+  }
+  if (auto interval = get_seconds(*table, where, "watch_interval_s")) {
+    if (*interval < 1) {
+      error(pos(*table->get("watch_interval_s")),
+            "'watch_interval_s' in [disk] must be at least 1 second",
+            "the watchdog samples free space this often during a stage");
+    } else {
+      disk.watch_interval_s = *interval;
+    }
+  }
+}
+
+void Loader::read_resources(const toml::table& root) {
+  const auto* table = get<toml::table>(root, "at the top level", "resources");
+  if (!table) {
+    return;
+  }
+  ResourceSettings& resources = m_chain.resources;
+  const std::string_view where = "in [resources]";
+  check_keys(*table, where, k_resources_keys);
+  resources.sample_interval_s =
+      get_seconds(*table, where, "sample_interval_s").value_or(resources.sample_interval_s);
+  if (auto reserve = get_gb(*table, where, "host_reserve_gb")) {
+    resources.host_reserve_gb = reserve;
+  }
+  if (auto limit = get_gb(*table, where, "memory_limit_gb", true)) {
+    resources.memory_limit_gb = limit;
+  }
+  resources.mem_per_job_gb =
+      get_gb(*table, where, "mem_per_job_gb", true).value_or(resources.mem_per_job_gb);
+}
+
 std::optional<CacheSpec> Loader::read_cache_spec(const toml::node& node, std::string_view key) {
   const auto* text = node.as_string();
   if (!text) {
@@ -659,6 +742,8 @@ void Loader::read_stage(const toml::table& table) {
       }
     }
   }
+  stage.disk_floor_gb = get_gb(table, where, "disk_floor_gb");
+  stage.mem_per_job_gb = get_gb(table, where, "mem_per_job_gb", true);
   m_chain.stages.push_back(std::move(stage));
   m_sources.push_back(std::move(source));
 }
@@ -929,6 +1014,8 @@ tl::expected<Chain, Diagnostics> Loader::load() {
   }
   read_defaults(root);
   read_cache(root);
+  read_disk(root);
+  read_resources(root);
   for (const auto* table : tables_in(root, "transient")) {
     read_transient(*table);
   }

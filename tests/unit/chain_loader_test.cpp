@@ -419,3 +419,54 @@ TEST(LoadChain, CacheTiersNeedBuildkit) {
 
 } // namespace
 } // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(LoadChain, DiskAndResourceSettings) {
+  Diagnostics errors = load_errors("disk_resources");
+  std::string file = chain_file("disk_resources");
+  EXPECT_EQ(errors.size(), 2u) << describe(errors);
+  expect_diagnostic(errors, file, 28, 17,
+                    "'disk_floor_gb' in [[stage]] must be a number of GB, 0 "
+                    "or more");
+  expect_diagnostic(errors, file, 29, 18,
+                    "'mem_per_job_gb' in [[stage]] must be a number of GB, "
+                    "more than 0");
+}
+
+TEST(LoadChain, DiskAndResourceValues) {
+  auto chain = load_chain(chain_file("disk_resources_valid"));
+  ASSERT_TRUE(chain) << describe(chain.error());
+  EXPECT_EQ(chain->disk.path, "/var/lib/containers");
+  EXPECT_EQ(chain->disk.need_gb, 150);
+  EXPECT_EQ(chain->disk.guard_gb, 40);
+  EXPECT_EQ(chain->disk.floor_gb, 20);
+  EXPECT_EQ(chain->disk.keep_slugs, 5);
+  EXPECT_EQ(chain->disk.buildkit_keep_gb, 100);
+  EXPECT_EQ(chain->disk.watch_interval_s, 30);
+  EXPECT_EQ(chain->resources.sample_interval_s, 5);
+  EXPECT_EQ(chain->resources.host_reserve_gb, 6);
+  EXPECT_EQ(chain->resources.memory_limit_gb, 12.5);
+  EXPECT_EQ(chain->resources.mem_per_job_gb, 3);
+  EXPECT_EQ(chain->stages[0].disk_floor_gb, 120);
+  EXPECT_EQ(chain->stages[0].mem_per_job_gb, 4);
+}
+
+TEST(LoadChain, DiskAndResourceDefaults) {
+  auto chain = load_chain(chain_file("minimal"));
+  ASSERT_TRUE(chain) << describe(chain.error());
+  EXPECT_EQ(chain->disk.path, chain->records);
+  EXPECT_EQ(chain->disk.need_gb, 0);
+  EXPECT_EQ(chain->disk.guard_gb, 10);
+  EXPECT_EQ(chain->disk.floor_gb, 10);
+  EXPECT_EQ(chain->disk.keep_slugs, 3);
+  EXPECT_EQ(chain->disk.buildkit_keep_gb, 120);
+  EXPECT_EQ(chain->disk.watch_interval_s, 120);
+  EXPECT_EQ(chain->resources.sample_interval_s, 20);
+  EXPECT_FALSE(chain->resources.host_reserve_gb);
+  EXPECT_EQ(chain->resources.mem_per_job_gb, 2);
+}
+
+} // namespace
+} // namespace kiln
