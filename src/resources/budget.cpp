@@ -1,0 +1,73 @@
+#include "resources/budget.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace kiln {
+
+namespace {
+
+constexpr double k_kib_per_gib = 1024.0 * 1024.0;
+constexpr double k_min_reserve_gb = 2;
+constexpr double k_reserve_share = 0.25;
+constexpr double k_min_memory_limit_gb = 1;
+
+} // namespace
+
+double default_host_reserve_gb(double total_gb) {
+  return std::max(k_min_reserve_gb, k_reserve_share * total_gb);
+}
+
+Budget job_budget(const MemInfo& mem, int cores, std::optional<double> host_reserve_gb,
+                  std::optional<double> memory_limit_gb, double mem_per_job_gb,
+                  std::optional<int> jobs_override) {
+  Budget budget;
+  budget.cores = std::max(1, cores);
+  double total_gb = static_cast<double>(mem.total_kb) / k_kib_per_gib;
+
+  std::string memory_reason;
+  if (memory_limit_gb) {
+    budget.memory_limit_gb = std::max(k_min_memory_limit_gb, *memory_limit_gb);
+    budget.host_reserve_gb = std::max(0.0, total_gb - budget.memory_limit_gb);
+    memory_reason = fmt::format("memory limit {:.1f} GB set explicitly", budget.memory_limit_gb);
+  } else {
+    budget.host_reserve_gb =
+        host_reserve_gb ? std::max(0.0, *host_reserve_gb) : default_host_reserve_gb(total_gb);
+    double left = total_gb - budget.host_reserve_gb;
+    budget.memory_limit_gb = std::max(k_min_memory_limit_gb, left);
+    memory_reason = fmt::format("memory limit {:.1f} GB = {:.1f} GB RAM - {:.1f} GB {}reserve",
+                                budget.memory_limit_gb, total_gb, budget.host_reserve_gb,
+                                host_reserve_gb ? "" : "default ");
+    if (left < k_min_memory_limit_gb) {
+      memory_reason += fmt::format(", raised to the {:.1f} GB floor", k_min_memory_limit_gb);
+    }
+  }
+
+  std::string jobs_reason;
+  if (jobs_override) {
+    budget.jobs = std::max(1, *jobs_override);
+    jobs_reason = fmt::format("jobs {} set explicitly", budget.jobs);
+  } else if (mem_per_job_gb <= 0) {
+    budget.jobs = budget.cores;
+    jobs_reason =
+        fmt::format("jobs {} = {} cores (no memory per job given)", budget.jobs, budget.cores);
+  } else {
+    // The epsilon keeps 1.2 / 0.4 (2.9999...) from flooring to 2.
+    double by_memory = std::floor(budget.memory_limit_gb / mem_per_job_gb + 1e-9);
+    int fit = static_cast<int>(std::min<double>(budget.cores, by_memory));
+    budget.jobs = std::max(1, fit);
+    jobs_reason = fmt::format("jobs {} = min({} cores, {:.1f} GB / {:.1f} GB per job){}",
+                              budget.jobs, budget.cores, budget.memory_limit_gb, mem_per_job_gb,
+                              fit < 1 ? ", at least 1" : "");
+  }
+  budget.reason = jobs_reason + "; " + memory_reason;
+  return budget;
+}
+
+std::string budget_file_text(const Budget& b) {
+  return fmt::format("JOBS={}\nMEMORY_LIMIT_GB={:.1f}\n", b.jobs, b.memory_limit_gb);
+}
+
+} // namespace kiln

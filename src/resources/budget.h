@@ -1,0 +1,39 @@
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "resources/host_stats.h"
+
+namespace kiln {
+
+/// How much parallelism a build may use: memory bounds it as much as cores do, because a build
+/// that runs out of memory does not slow down, it stalls or gets killed. GB here are GiB.
+struct Budget {
+  double memory_limit_gb = 0; // what the build's jobs may use together
+  int jobs = 1;
+  int cores = 1;
+  double host_reserve_gb = 0; // RAM left to the host and the engine daemon
+  std::string reason;         // the arithmetic, in one sentence, for the run log
+};
+
+/// RAM to keep out of the build's reach: max(2 GB, 25% of total). The host and the engine
+/// daemon must stay alive under a full build; with a reserve too small, a build once
+/// deadlocked at 0% CPU (a 64 GB host needed 22 GB). 2 GB is the floor a small host needs for
+/// its kernel, daemon and shell.
+double default_host_reserve_gb(double total_gb);
+
+/// memory limit = `memory_limit_gb` when given, else total RAM - reserve (`host_reserve_gb`
+/// when given, else default_host_reserve_gb), never below 1 GB. jobs = `jobs_override` when
+/// given (at least 1), else max(1, min(cores, floor(memory limit / mem_per_job_gb))), or the
+/// cores when `mem_per_job_gb` <= 0. With an explicit memory limit, host_reserve_gb reports
+/// what that limit leaves of the RAM (0 when it leaves nothing).
+Budget job_budget(const MemInfo& mem, int cores, std::optional<double> host_reserve_gb,
+                  std::optional<double> memory_limit_gb, double mem_per_job_gb,
+                  std::optional<int> jobs_override);
+
+/// `JOBS=<n>\nMEMORY_LIMIT_GB=<limit, 1 decimal>\n`: a Dockerfile mounts it as a secret, so
+/// the budget of the host that builds never becomes part of a layer's cache key.
+std::string budget_file_text(const Budget& b);
+
+} // namespace kiln
