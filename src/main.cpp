@@ -1,6 +1,8 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/cache_command.h"
+#include "cli/disk_command.h"
+#include "cli/resources_command.h"
 #include "cli/run_command.h"
 #include "driver/run_loop.h"
 
@@ -12,6 +14,12 @@ int main(int argc, char** argv) {
   CLI::App* run = kiln::add_run_command(app, run_args);
   kiln::SnapshotArgs snapshot_args;
   CLI::App* snapshot = kiln::add_cache_command(app, snapshot_args);
+  kiln::DiskArgs disk_args;
+  CLI::App* disk_status = nullptr;
+  CLI::App* disk_reclaim = nullptr;
+  kiln::add_disk_command(app, disk_args, disk_status, disk_reclaim);
+  std::string resources_csv;
+  CLI::App* summarize = kiln::add_resources_command(app, resources_csv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -25,6 +33,15 @@ int main(int argc, char** argv) {
   }
   if (snapshot->parsed()) {
     return kiln::snapshot_command(snapshot_args);
+  }
+  if (disk_status->parsed()) {
+    return kiln::disk_status_command(disk_args);
+  }
+  if (disk_reclaim->parsed()) {
+    return kiln::disk_reclaim_command(disk_args);
+  }
+  if (summarize->parsed()) {
+    return kiln::resources_summarize_command(resources_csv);
   }
   return kiln::k_exit_usage;
 }

@@ -27,6 +27,9 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
       ->check(CLI::IsMember({"buildah", "buildkit"}));
   run->add_flag("--no-cache-export", args.no_cache_export,
                 "Leave out every registry-facing cache import and export (BuildKit)");
+  run->add_option("--jobs", args.jobs,
+                  "Offer every stage this many jobs instead of the memory budget (or KILN_JOBS)")
+      ->check(CLI::PositiveNumber);
   run->add_flag("--no-salvage", args.no_salvage,
                 "Do not re-drive a failed stage's finished targets to land its cache export");
   return run;
@@ -60,6 +63,20 @@ int run_command(const RunArgs& args) {
   options.dry_run = args.dry_run;
   options.no_cache_export = args.no_cache_export;
   options.no_salvage = args.no_salvage;
+  if (args.jobs > 0) {
+    options.jobs = args.jobs;
+  } else if (const char* env = std::getenv("KILN_JOBS"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    long jobs = std::strtol(env, &end, 10);
+    if (*end != '\0' || jobs < 1 || jobs > 4096) {
+      fmt::print(stderr,
+                 "kiln: error: KILN_JOBS={} is not a job count; set a whole number from "
+                 "1 or unset it\n",
+                 env);
+      return k_exit_usage;
+    }
+    options.jobs = static_cast<int>(jobs);
+  }
   auto overrides = parse_build_args(args.build_args);
   if (!overrides) {
     fmt::print(stderr, "kiln: error: {}\n", overrides.error());

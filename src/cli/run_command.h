@@ -19,6 +19,7 @@ struct RunArgs {
   std::string engine; // empty: the chain's
   bool no_cache_export = false;
   bool no_salvage = false;
+  int jobs = 0; // 0: not given
 };
 
 /// `kiln run CHAIN`: register the subcommand and its options, filling `args`.

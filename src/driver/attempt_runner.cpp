@@ -20,8 +20,8 @@ void keep_last(std::deque<std::string>& lines, std::string_view line, size_t cou
 } // namespace
 
 AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
-                           const std::filesystem::path& log_path, Console* console,
-                           std::chrono::milliseconds timeout) {
+                           const std::filesystem::path& log_path,
+                           const ProgressListener& on_progress, std::chrono::milliseconds timeout) {
   AttemptOutcome outcome;
   AppendFile log;
   if (auto opened = log.open(log_path); !opened) {
@@ -37,8 +37,8 @@ AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
   std::deque<std::string> tail;
   LineSplitter lines([&](std::string_view line) {
     keep_last(tail, line, k_console_tail_lines);
-    if (output->feed(line) && console != nullptr) {
-      console->stage_progress(output->progress());
+    if (output->feed(line) && on_progress) {
+      on_progress(output->progress());
     }
     // Found anywhere in the line: an engine may prefix what a RUN printed.
     if (size_t at = line.find(cc::k_stats_prefix); at != std::string_view::npos) {

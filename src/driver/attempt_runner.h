@@ -2,11 +2,12 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "driver/console.h"
 #include "driver/records.h"
 #include "engine/engine.h"
 
@@ -26,10 +27,14 @@ struct AttemptOutcome {
   std::unique_ptr<BuildOutput> output; // the reader, for what only one engine reports
 };
 
-/// One engine invocation: the whole output, byte for byte, to `log_path`; progress to the
-/// console when one is given; stopped by an interrupt, or after `timeout` when it is not zero.
+/// Told about every change of a build's progress.
+using ProgressListener = std::function<void(const BuildProgress&)>;
+
+/// One engine invocation: the whole output, byte for byte, to `log_path`; progress to
+/// `on_progress` when given; stopped by an interrupt, or after `timeout` when it is not zero.
 AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
-                           const std::filesystem::path& log_path, Console* console,
+                           const std::filesystem::path& log_path,
+                           const ProgressListener& on_progress,
                            std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
 } // namespace kiln

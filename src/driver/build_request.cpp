@@ -1,6 +1,7 @@
 #include "driver/build_request.h"
 
 #include "chain/plan.h"
+#include "dockerfile/instructions.h"
 
 namespace kiln {
 
@@ -10,6 +11,10 @@ std::filesystem::path stage_layout(const Chain& chain, const std::string& stage)
 
 std::filesystem::path stage_metadata(const Chain& chain, const std::string& stage) {
   return chain.records / "oci" / (stage + ".metadata.json");
+}
+
+std::filesystem::path budget_file(const Chain& chain, const std::string& stage) {
+  return chain.records / "budget" / (stage + ".env");
 }
 
 BuildRequest build_request(const Chain& chain, const Stage& stage, const KeyValues& overrides,
@@ -30,6 +35,10 @@ BuildRequest build_request(const Chain& chain, const Stage& stage, const KeyValu
                                 pushes ? chain.pushed_ref(needed) : std::string()});
   }
   request.secrets = stage.secrets;
+  if (auto text = read_dockerfile(stage.dockerfile);
+      text && text->find(k_budget_secret) != std::string::npos) {
+    request.secrets.push_back({k_budget_secret, {}, budget_file(chain, stage.name), stage.pos});
+  }
   request.layout = stage_layout(chain, stage.name);
   request.metadata = stage_metadata(chain, stage.name);
   if (pushes) {

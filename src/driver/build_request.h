@@ -7,11 +7,19 @@
 
 namespace kiln {
 
+/// The secret a Dockerfile mounts to read its job budget (`JOBS=`, `MEMORY_LIMIT_GB=`): a
+/// secret, so the host's budget never becomes part of a layer's cache key. Offered to a stage
+/// whose Dockerfile names it.
+constexpr const char* k_budget_secret = "kiln-budget";
+
 /// Where a stage's BuildKit image lands when the chain names no registry: an OCI layout under
 /// the records, beside the metadata file that names its digest. They outlive the run, so a
 /// later run that builds only the next stage can still hand this one over.
 std::filesystem::path stage_layout(const Chain& chain, const std::string& stage);
 std::filesystem::path stage_metadata(const Chain& chain, const std::string& stage);
+
+/// The file holding a stage's job budget, written before the stage builds.
+std::filesystem::path budget_file(const Chain& chain, const std::string& stage);
 
 /// The request that builds `stage`: its Dockerfile, build args (versions < chain < overrides),
 /// the stages it needs as named contexts, kiln's tools, secrets, image handoff and cache tiers.

@@ -75,6 +75,8 @@ Json stage_json(const StageRecord& s) {
           {"image_id", s.image_id},
           {"failure", s.failure},
           {"min_compile_requests", s.min_compile_requests},
+          {"jobs", s.jobs},
+          {"memory_limit_gb", rounded(s.memory_limit_gb)},
           {"attempts", attempts},
           {"salvage", salvage},
           {"salvage_note", s.salvage_note}};
@@ -105,6 +107,16 @@ std::string manifest_json(const RunRecord& run) {
   for (const auto& s : run.stages) {
     stages.push_back(stage_json(s));
   }
+  Json resources = Json::array();
+  for (const auto& p : run.resources) {
+    resources.push_back({{"phase", p.phase},
+                         {"minutes", std::round(p.minutes * 10) / 10},
+                         {"avg_cpu", std::round(p.avg_cpu * 10) / 10},
+                         {"peak_cpu", std::round(p.peak_cpu * 10) / 10},
+                         {"min_free_ram_gb", std::round(p.min_free_ram_gb * 10) / 10},
+                         {"min_free_disk_gb", std::round(p.min_free_disk_gb * 10) / 10},
+                         {"samples", p.samples}});
+  }
   Json doc = {{"schema", k_manifest_schema},
               {"run_id", run.run_id},
               {"chain", {{"name", run.chain_name}, {"file", run.chain_file}}},
@@ -113,7 +125,8 @@ std::string manifest_json(const RunRecord& run) {
               {"started", run.started},
               {"ended", run.ended},
               {"status", run.status},
-              {"stages", stages}};
+              {"stages", stages},
+              {"resources", resources}};
   // Engine output is not always UTF-8 (a Latin-1 compiler message, a binary dumped to the
   // terminal) and a quoted line must not make the record unwritable: replace what is invalid.
   return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";

@@ -9,6 +9,7 @@
 #include <tl/expected.hpp>
 
 #include "compilecache/stats_line.h"
+#include "resources/sampler.h"
 #include "util/fs.h"
 #include "util/time.h"
 
@@ -67,6 +68,8 @@ struct StageRecord {
   std::string failure; // why the stage failed: the last attempt's reason or a gate's
   int min_compile_requests = 0;
   std::vector<AttemptRecord> attempts;
+  int jobs = 0; // the job budget the build was offered; 0 before it was sized
+  double memory_limit_gb = 0;
   std::vector<SalvageRecord> salvage; // re-drives after a failure, so the cache export lands
   std::string salvage_note;           // why there was no salvage, when there was none
 };
@@ -82,6 +85,7 @@ struct RunRecord {
   std::string ended;
   std::string status = "running"; // running | ok | failed:<stage> | interrupted
   std::vector<StageRecord> stages;
+  std::vector<PhaseSummary> resources; // the sampler's summary per phase, once the run ended
 
   StageRecord* find_stage(const std::string& name);
 };

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "disk/levers.h"
+#include "disk/watchdog.h"
 #include "dockerfile/instructions.h"
 #include "driver/attempt.h"
 #include "driver/attempt_runner.h"
@@ -16,6 +18,9 @@
 #include "driver/kiln_tools.h"
 #include "driver/records.h"
 #include "driver/salvage.h"
+#include "resources/budget.h"
+#include "resources/host_stats.h"
+#include "resources/sampler.h"
 #include "util/diagnostic.h"
 #include "util/fs.h"
 #include "util/interrupt.h"
@@ -173,6 +178,21 @@ private:
   void salvage(const Stage& stage, const BuildRequest& request, const AttemptOutcome& failed,
                StageRecord& record);
   void save();
+  /// After every preflight gate: a refused launch leaves no sampler behind.
+  void start_sampler();
+  /// Stop sampling and summarise it per phase, on every way out of a run.
+  void finish_sampler();
+  /// Slugs a reclaim must not trim while stage `index` of `stages` is next: the stages still to
+  /// run and the one just completed.
+  std::vector<std::string> protected_slugs(const std::vector<const Stage*>& stages,
+                                           size_t index) const;
+  /// This chain's own image tags that the stages from `index` on do not need.
+  std::vector<std::string> removable_tags(const std::vector<const Stage*>& stages,
+                                          size_t index) const;
+  /// Every line of a disk verdict to driver.log; warnings and reclaims to the console too.
+  void disk_log(const std::string& line);
+  /// The job budget of `stage`, logged and recorded; written where the build can mount it.
+  void prepare_budget(const Stage& stage, const BuildRequest& request, StageRecord& record);
 
   const Chain& m_chain;
   const Engine& m_engine;
@@ -182,7 +202,118 @@ private:
   RunFolder m_folder;
   RunRecord m_record;
   std::map<std::string, double> m_eta;
+  std::unique_ptr<ResourceSampler> m_sampler;
+  DiskPolicy m_disk;
+  std::unique_ptr<StoreLevers> m_store;
 };
+
+std::vector<std::string> Run::protected_slugs(const std::vector<const Stage*>& stages,
+                                              size_t index) const {
+  std::vector<std::string> names;
+  for (size_t i = index > 0 ? index - 1 : 0; i < stages.size(); ++i) {
+    names.push_back(m_chain.cache_slug(*stages[i]).filename().string());
+  }
+  return names;
+}
+
+std::vector<std::string> Run::removable_tags(const std::vector<const Stage*>& stages,
+                                             size_t index) const {
+  std::vector<std::string> keep;
+  for (size_t i = index > 0 ? index - 1 : 0; i < stages.size(); ++i) {
+    keep.push_back(stages[i]->tag);
+    for (const auto& need : stages[i]->needs) {
+      keep.push_back(m_chain.find_stage(need)->tag);
+    }
+  }
+  std::vector<std::string> removable;
+  for (const auto& stage : m_chain.stages) {
+    if (std::find(keep.begin(), keep.end(), stage.tag) == keep.end()) {
+      removable.push_back(stage.tag);
+    }
+  }
+  return removable;
+}
+
+void Run::disk_log(const std::string& line) {
+  m_folder.log(line);
+  if (line.find("[disk-reclaim]") != std::string::npos || line.find("WARN") != std::string::npos) {
+    m_console.note(line);
+  }
+}
+
+/// The sampler's phase: the chain's stage, and the Dockerfile stage when the engine says.
+std::string phase_name(const Stage& stage, const BuildProgress& progress) {
+  if (!progress.build_stage_name.empty()) {
+    return stage.name + ":" + progress.build_stage_name;
+  }
+  if (progress.build_stages > 0) {
+    return fmt::format("{}:stage {}/{}", stage.name, progress.build_stage, progress.build_stages);
+  }
+  return stage.name;
+}
+
+void Run::start_sampler() {
+  if (m_chain.resources.sample_interval_s <= 0) {
+    return;
+  }
+  auto interval =
+      std::chrono::milliseconds(static_cast<long>(m_chain.resources.sample_interval_s * 1000));
+  m_sampler = std::make_unique<ResourceSampler>(m_folder.path() / "resources.csv",
+                                                m_chain.disk.path, interval);
+  m_sampler->set_phase("init");
+  if (auto started = m_sampler->start(); !started) {
+    m_folder.log("warning: no resource sampling: " + started.error());
+    m_sampler.reset();
+  }
+}
+
+void Run::finish_sampler() {
+  if (!m_sampler) {
+    return;
+  }
+  m_sampler->set_phase("done");
+  m_sampler->stop();
+  m_sampler.reset();
+  auto rows = read_resource_csv(m_folder.path() / "resources.csv");
+  if (!rows) {
+    m_folder.log("warning: " + rows.error());
+    return;
+  }
+  m_record.resources = summarize(*rows);
+  std::string table = format_summary(m_record.resources);
+  m_folder.log("resources per phase:\n" + table);
+  m_console.note("resources per phase (resources.csv):");
+  for (const auto& line : split(table, '\n')) {
+    if (!line.empty()) {
+      m_console.note("  " + line);
+    }
+  }
+}
+
+void Run::prepare_budget(const Stage& stage, const BuildRequest& request, StageRecord& record) {
+  auto mem = read_meminfo();
+  if (!mem) {
+    m_folder.log(fmt::format("stage {}: no job budget: {}", stage.name, mem.error()));
+    return;
+  }
+  Budget budget = job_budget(
+      *mem, online_cores(), m_chain.resources.host_reserve_gb, m_chain.resources.memory_limit_gb,
+      stage.mem_per_job_gb.value_or(m_chain.resources.mem_per_job_gb), m_options.jobs);
+  record.jobs = budget.jobs;
+  record.memory_limit_gb = budget.memory_limit_gb;
+  for (const auto& secret : request.secrets) {
+    if (secret.id != k_budget_secret) {
+      continue;
+    }
+    m_folder.log(fmt::format("stage {}: budget: {}{}", stage.name, budget.reason,
+                             m_options.jobs ? " (--jobs/KILN_JOBS)" : ""));
+    std::error_code ignored;
+    std::filesystem::create_directories(secret.file.parent_path(), ignored);
+    if (auto written = write_file_atomic(secret.file, budget_file_text(budget)); !written) {
+      m_folder.log("warning: " + written.error());
+    }
+  }
+}
 
 void Run::save() {
   if (auto written = m_folder.write_manifest(m_record); !written) {
@@ -248,8 +379,13 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
     m_console.stage_started(view);
 
     Clock::time_point attempt_start = Clock::now();
-    AttemptOutcome outcome =
-        run_attempt(m_engine, request, m_folder.path() / attempt.log, &m_console);
+    AttemptOutcome outcome = run_attempt(m_engine, request, m_folder.path() / attempt.log,
+                                         [&](const BuildProgress& progress) {
+                                           m_console.stage_progress(progress);
+                                           if (m_sampler) {
+                                             m_sampler->set_phase(phase_name(stage, progress));
+                                           }
+                                         });
     AttemptRecord& a = record.attempts.back();
     a.seconds = seconds_since(attempt_start);
     a.exit_code = outcome.exit.spawn_error.empty() ? outcome.exit.status_code() : -1;
@@ -394,7 +530,7 @@ void Run::salvage(const Stage& stage, const BuildRequest& request, const Attempt
     entry.log = fmt::format("stages/{}.salvage-{}.log", stage.name, target);
     Clock::time_point start = Clock::now();
     AttemptOutcome outcome =
-        run_attempt(m_engine, redrive, m_folder.path() / entry.log, nullptr, timeout);
+        run_attempt(m_engine, redrive, m_folder.path() / entry.log, {}, timeout);
     entry.seconds = seconds_since(start);
     entry.verdict = outcome.exit.ok()          ? "ok"
                     : outcome.exit.timed_out   ? "timed-out"
@@ -435,6 +571,31 @@ int Run::execute(const std::vector<const Stage*>& stages,
     m_folder.log("--no-cache-export: every registry-facing cache argument is left out; the local "
                  "tier stays");
   }
+  m_disk = disk_policy(m_chain);
+  m_store = make_store_levers(m_chain);
+  for (const auto& line : normalize_policy(m_disk)) {
+    disk_log(line);
+  }
+  if (GateResult gate = preflight(m_disk); !gate.ok || !gate.lines.empty()) {
+    for (const auto& line : gate.lines) {
+      disk_log(line);
+    }
+    if (!gate.ok) {
+      m_record.status = "refused:disk";
+      m_folder.log("disk preflight refused the run: " + gate.message);
+      m_console.note("error: " + gate.message);
+      for (const Stage* stage : stages) {
+        m_record.find_stage(stage->name)->status = "skipped";
+      }
+      m_record.ended = utc_iso8601(std::chrono::system_clock::now());
+      save();
+      m_console.summary(m_record, m_folder.path());
+      return k_exit_usage;
+    }
+  }
+  start_sampler();
+  DiskWatchdog watchdog(
+      m_disk, [this](const std::string& line) { disk_log(line); }, m_store.get());
   int exit_code = k_exit_ok;
   for (size_t i = 0; i < stages.size(); ++i) {
     const Stage& stage = *stages[i];
@@ -448,8 +609,34 @@ int Run::execute(const std::vector<const Stage*>& stages,
       m_folder.log(fmt::format("stage {}: skipped, the run stopped before it", stage.name));
       continue;
     }
+    if (m_sampler) {
+      m_sampler->set_phase(stage.name);
+    }
+    double floor = stage.disk_floor_gb.value_or(m_chain.disk.floor_gb);
+    if (floor > 0) {
+      GateResult gate = stage_floor(m_disk, stage.name, floor, protected_slugs(stages, i),
+                                    m_store.get(), removable_tags(stages, i));
+      for (const auto& line : gate.lines) {
+        disk_log(line);
+      }
+      if (!gate.ok) {
+        record.status = "failed";
+        record.failure = gate.message;
+        record.ended = utc_iso8601(std::chrono::system_clock::now());
+        m_record.status = "failed:" + stage.name;
+        m_folder.log(fmt::format("stage {}: disk floor refused it: {}", stage.name, gate.message));
+        m_console.note(fmt::format("[{}/{}] {}: not started: {}", i + 1, stages.size(), stage.name,
+                                   gate.message));
+        exit_code = k_exit_failed;
+        save();
+        continue;
+      }
+    }
+    prepare_budget(stage, requests[i], record);
+    watchdog.start(stage.name, protected_slugs(stages, i));
     StageEnd end =
         build_stage(stage, requests[i], static_cast<int>(i) + 1, static_cast<int>(stages.size()));
+    watchdog.stop();
     record.ended = utc_iso8601(std::chrono::system_clock::now());
     switch (end) {
     case StageEnd::ok:
@@ -471,6 +658,7 @@ int Run::execute(const std::vector<const Stage*>& stages,
   if (exit_code == k_exit_ok) {
     m_record.status = "ok";
   }
+  finish_sampler();
   m_record.ended = utc_iso8601(std::chrono::system_clock::now());
   save();
   m_folder.log(

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdio>
+#include <optional>
 
 #include "chain/chain.h"
 #include "chain/plan.h"
@@ -20,6 +21,7 @@ struct RunOptions {
   bool dry_run = false;
   bool no_cache_export = false; // leave out every registry-facing cache tier (BuildKit)
   bool no_salvage = false;      // no re-drive of a failed stage's finished targets
+  std::optional<int> jobs;      // --jobs / KILN_JOBS: the job budget, set outright
 };
 
 /// Run (or with dry_run, print) the selected stages of a validated chain. Errors in the

@@ -120,8 +120,12 @@ int snapshot_stage(const Chain& chain, const Engine& engine, const std::string& 
                            green[stage_name].run_id, stage->snapshot_to->attr("ref")));
   auto start = std::chrono::steady_clock::now();
   fs::path log = folder / "build.log";
-  AttemptOutcome outcome = run_attempt(engine, request, log, &console);
+  console.stage_started({1, 1, stage_name, 1, 1, std::nullopt});
+  AttemptOutcome outcome = run_attempt(engine, request, log, [&](const BuildProgress& progress) {
+    console.stage_progress(progress);
+  });
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  console.stage_finished(outcome.exit.ok() ? "re-driven" : "stopped");
   fs::remove_all(request.layout, error);
 
   auto text = read_file(log);

@@ -79,14 +79,10 @@ tl::expected<std::string, std::string> BuildahEngine::version() const {
 }
 
 std::vector<std::string> BuildahEngine::build_argv(const BuildRequest& request) const {
-  std::vector<std::string> argv = {"buildah",
-                                   "build",
-                                   "--isolation",
-                                   m_isolation,
-                                   "--layers",
-                                   "--file",
-                                   request.dockerfile.string(),
-                                   "--tag",
+  std::vector<std::string> argv = {"buildah", "build", "--isolation", m_isolation, "--layers",
+                                   // A failed build otherwise leaves its working container,
+                                   // and its writes, behind on every failed attempt.
+                                   "--force-rm", "--file", request.dockerfile.string(), "--tag",
                                    request.tag};
   if (!request.target.empty()) {
     argv.insert(argv.end(), {"--target", request.target});

@@ -55,7 +55,8 @@ TEST(Cli, DryRunPrintsTheExactEngineCommandsWithOnlyDeclaredPins) {
   std::string d = dir.path().string();
   KilnResult result = dir.kiln({"run", "chain.toml", "--dry-run"});
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  std::string common = "buildah build --isolation chroot --layers --file " + d + "/stages/";
+  std::string common =
+      "buildah build --isolation chroot --layers --force-rm --file " + d + "/stages/";
   // kiln-cc stands beside the kiln under test, so every stage is offered the kiln-tools context.
   std::string tools = "--build-context kiln-tools=" + d + "/records/tools ";
   EXPECT_EQ(result.output,
@@ -66,8 +67,10 @@ TEST(Cli, DryRunPrintsTheExactEngineCommandsWithOnlyDeclaredPins) {
                 tools + "--build-arg TOOLCHAIN_VERSION=1.4.0 " + d + "\n# [3/5] libs\n" + common +
                 "libs.Dockerfile --tag localhost/hello-libs:latest --build-context "
                 "toolchain=container-image://localhost/hello-toolchain:latest " +
-                tools + "--build-arg LIBGREET_VERSION=2.1.3 --build-arg LIB_FLAGS=-O2 " + d +
-                "\n# [4/5] final\n" + common +
+                tools +
+                "--build-arg LIBGREET_VERSION=2.1.3 --build-arg LIB_FLAGS=-O2 --secret "
+                "id=kiln-budget,src=" +
+                d + "/records/budget/libs.env " + d + "\n# [4/5] final\n" + common +
                 "final.Dockerfile --tag localhost/hello-final:latest --build-context "
                 "base=container-image://localhost/hello-base:latest --build-context "
                 "libs=container-image://localhost/hello-libs:latest " +
@@ -144,9 +147,9 @@ TEST(Cli, NeedThatIsNeitherBuiltNorInTheStoreStopsTheRunBeforeItStarts) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "records"));
 
   // BuildKit looks for the need's layout and digest from an earlier run instead.
-  KilnResult buildkit = dir.kiln({"run", "chain.toml", "--only", "work", "--engine", "buildkit"},
-                                 -1, {{"PATH", std::string(KILN_FAKE_BUILDCTL_DIR) + ":" +
-                                                   std::getenv("PATH")}});
+  KilnResult buildkit =
+      dir.kiln({"run", "chain.toml", "--only", "work", "--engine", "buildkit"}, -1,
+               {{"PATH", std::string(KILN_FAKE_BUILDCTL_DIR) + ":" + std::getenv("PATH")}});
   EXPECT_EQ(buildkit.exit_code, 2);
   EXPECT_NE(buildkit.output.find("and buildkit has no image of it from an earlier run (" +
                                  (dir.path() / "records/oci/base.metadata.json").string() + ")"),

@@ -114,6 +114,7 @@ TEST(BuildahEngine, ArgvSpellsEveryPartOfTheRequest) {
       "--isolation",
       "chroot",
       "--layers",
+      "--force-rm",
       "--file",
       "/c/stages/libs.Dockerfile",
       "--tag",

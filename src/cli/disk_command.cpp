@@ -1,0 +1,165 @@
+#include "cli/disk_command.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "chain/chain_loader.h"
+#include "disk/guard.h"
+#include "disk/levers.h"
+#include "disk/slugs.h"
+#include "driver/run_loop.h"
+#include "util/fs.h"
+#include "util/time.h"
+
+namespace kiln {
+
+namespace {
+
+std::optional<Chain> load(const DiskArgs& args) {
+  auto chain = load_chain(args.chain_file, {args.engine});
+  if (!chain) {
+    for (const auto& diagnostic : chain.error()) {
+      std::fputs(format_diagnostic(diagnostic).c_str(), stderr);
+    }
+    return std::nullopt;
+  }
+  return std::move(*chain);
+}
+
+std::string age_text(std::filesystem::file_time_type mtime) {
+  auto age = std::filesystem::file_time_type::clock::now() - mtime;
+  return human_duration(std::max(0.0, std::chrono::duration<double>(age).count()));
+}
+
+/// Image tags a manual reclaim may remove once dangling images are gone: the chain's stages
+/// that another stage builds on. A stage nothing needs is what the chain publishes; kiln never
+/// removes that on its own.
+std::vector<std::string> intermediate_tags(const Chain& chain) {
+  std::vector<std::string> tags;
+  for (const auto& stage : chain.stages) {
+    for (const auto& other : chain.stages) {
+      if (std::find(other.needs.begin(), other.needs.end(), stage.name) != other.needs.end()) {
+        tags.push_back(stage.tag);
+        break;
+      }
+    }
+  }
+  return tags;
+}
+
+} // namespace
+
+void add_disk_command(CLI::App& app, DiskArgs& args, CLI::App*& status, CLI::App*& reclaim) {
+  CLI::App* disk = app.add_subcommand("disk", "Free space, cache exports and the engine store");
+  disk->require_subcommand(1);
+  status = disk->add_subcommand("status", "Free space, cache exports by slug, engine store usage");
+  reclaim = disk->add_subcommand(
+      "reclaim", "Free space until --target-gb is free: cache exports, the filtered engine-store "
+                 "prune, then images (run it between runs)");
+  for (CLI::App* command : {status, reclaim}) {
+    command->add_option("chain", args.chain_file, "The chain file (TOML)")->required();
+    command->add_option("--engine", args.engine, "The engine instead of the chain's")
+        ->check(CLI::IsMember({"buildah", "buildkit"}));
+  }
+  reclaim->add_option("--target-gb", args.target_gb, "Free space to reach, in G (GiB)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  reclaim->add_flag("--dry-run", args.dry_run, "Say what would be removed; remove nothing");
+}
+
+int disk_status_command(const DiskArgs& args) {
+  auto chain = load(args);
+  if (!chain) {
+    return k_exit_usage;
+  }
+  DiskPolicy policy = disk_policy(*chain);
+  auto free = free_bytes(policy.path);
+  fmt::print("free space: {} on {}\n", free ? gib_text(*free) + "G" : free.error(),
+             policy.path.string());
+  auto slugs = list_slugs(policy.cache_root);
+  uint64_t total = 0;
+  for (const auto& slug : slugs) {
+    total += slug.bytes;
+  }
+  fmt::print("cache exports: {} slug(s), {}G in {} (oldest first; the newest {} are never "
+             "trimmed)\n",
+             slugs.size(), gib_text(total), policy.cache_root.string(), policy.keep_slugs);
+  for (const auto& slug : slugs) {
+    fmt::print("  {:<40} {:>10}G  {} old\n", slug.name, gib_text(slug.bytes), age_text(slug.mtime));
+  }
+  auto store = make_store_levers(*chain);
+  auto usage = store->usage();
+  if (!usage) {
+    fmt::print("{} store: not readable: {}\n", store->engine(), usage.error());
+    return k_exit_ok;
+  }
+  fmt::print("{} store: {}G, {}G reclaimable\n", store->engine(), gib_text(usage->total_bytes),
+             gib_text(usage->reclaimable_bytes));
+  for (const auto& [type, bytes] : usage->bytes_by_type) {
+    fmt::print("  {:<24} {:>6} record(s) {:>10}G\n", type.empty() ? "(no type)" : type,
+               usage->records_by_type[type], gib_text(bytes));
+  }
+  return k_exit_ok;
+}
+
+int disk_reclaim_command(const DiskArgs& args) {
+  auto chain = load(args);
+  if (!chain) {
+    return k_exit_usage;
+  }
+  DiskPolicy policy = disk_policy(*chain);
+  for (const auto& line : normalize_policy(policy)) {
+    fmt::print("{}\n", line);
+  }
+  auto free = free_bytes(policy.path);
+  if (!free) {
+    fmt::print(stderr, "kiln: error: {}\n", free.error());
+    return k_exit_usage;
+  }
+  auto target = static_cast<uint64_t>(args.target_gb * static_cast<double>(k_gib));
+  auto store = make_store_levers(*chain);
+  std::vector<std::string> tags = intermediate_tags(*chain);
+  if (*free >= target) {
+    fmt::print("{}G free on {}: already at the {}G target; nothing to do\n", gib_text(*free),
+               policy.path.string(), gib_text(args.target_gb));
+    return k_exit_ok;
+  }
+  if (args.dry_run) {
+    uint64_t deficit = target - *free;
+    fmt::print("{}G free on {}, {}G short of the target. Would, in this order, stopping once it "
+               "is met:\n",
+               gib_text(*free), policy.path.string(), gib_text(deficit, true));
+    auto slugs = list_slugs(policy.cache_root);
+    size_t trimmable = slugs.size() > policy.keep_slugs ? slugs.size() - policy.keep_slugs : 0;
+    uint64_t covered = 0;
+    for (size_t i = 0; i < trimmable && covered < deficit; ++i) {
+      fmt::print("  remove cache export {} ({}G, {} old)\n", slugs[i].name,
+                 gib_text(slugs[i].bytes), age_text(slugs[i].mtime));
+      covered += slugs[i].bytes;
+    }
+    if (store->engine() == "buildkit") {
+      fmt::print("  prune BuildKit's layer cache (--filter type==regular), keeping {}G of layers; "
+                 "cache mounts are never pruned\n",
+                 gib_text(effective_keep_gb(policy)));
+    } else {
+      fmt::print("  remove buildah's dangling and intermediate images; its cache-mount data is "
+                 "never touched\n");
+    }
+    auto dangling = store->dangling_images();
+    fmt::print("  remove {} dangling image(s)\n", dangling.size());
+    for (const auto& tag : tags) {
+      fmt::print("  remove image {} (a stage other stages build on), measuring after each\n", tag);
+    }
+    return k_exit_ok;
+  }
+  ReclaimOutcome outcome =
+      reclaim(policy, "kiln disk reclaim", target, {}, store.get(), false, true, tags);
+  for (const auto& line : outcome.lines) {
+    fmt::print("{}\n", line);
+  }
+  fmt::print("{}\n", outcome.record);
+  return outcome.free_after_gb >= args.target_gb ? k_exit_ok : k_exit_failed;
+}
+
+} // namespace kiln
