@@ -83,7 +83,7 @@ struct RunRecord {
   std::string host;
   std::string started;
   std::string ended;
-  std::string status = "running"; // running | ok | failed:<stage> | interrupted
+  std::string status = "running"; // running | ok | failed:<stage> | interrupted | refused:disk
   std::vector<StageRecord> stages;
   std::vector<PhaseSummary> resources; // the sampler's summary per phase, once the run ended
 
