@@ -202,5 +202,35 @@ TEST_F(RunDisk, NothingReclaimableIsAWarningThatSaysWhatItDidNotTouch) {
   EXPECT_NE(driver.find("cache-mount record(s) survived"), std::string::npos) << driver;
 }
 
+TEST_F(RunDisk, DiskStatusAndReclaimBetweenRuns) {
+  for (int i = 0; i < 5; ++i) {
+    slug("s" + std::to_string(i), 1024, 500 - i * 100);
+  }
+  std::ofstream(m_disk / "ballast") << std::string(2560 * 1024, 'b');
+  write_chain("floor_gb = 0\n");
+  KilnResult status = m_dir.kiln({"disk", "status", "chain.toml"}, -1, env());
+  ASSERT_EQ(status.exit_code, 0) << status.output;
+  EXPECT_NE(status.output.find("cache exports: 5 slug(s)"), std::string::npos) << status.output;
+  EXPECT_LT(status.output.find("  s0 "), status.output.find("  s4 ")) << status.output;
+  EXPECT_NE(status.output.find("exec.cachemount"), std::string::npos) << status.output;
+
+  // 8 MiB target: the two oldest exports are not enough, and a dry run removes nothing.
+  KilnResult dry =
+      m_dir.kiln({"disk", "reclaim", "chain.toml", "--target-gb", "0.003", "--dry-run"}, -1, env());
+  ASSERT_EQ(dry.exit_code, 0) << dry.output;
+  EXPECT_NE(dry.output.find("remove cache export s0"), std::string::npos) << dry.output;
+  EXPECT_NE(dry.output.find("remove cache export s1"), std::string::npos) << dry.output;
+  EXPECT_EQ(dry.output.find("remove cache export s2"), std::string::npos) << dry.output;
+  EXPECT_TRUE(std::filesystem::exists(m_disk / "cache/s0"));
+  EXPECT_EQ(count(m_dir.read("buildctl.log"), "\"command\":\"prune\""), 0u);
+
+  KilnResult real =
+      m_dir.kiln({"disk", "reclaim", "chain.toml", "--target-gb", "0.003"}, -1, env());
+  EXPECT_EQ(count(real.output, "[disk-reclaim]"), 1u) << real.output;
+  EXPECT_FALSE(std::filesystem::exists(m_disk / "cache/s0"));
+  EXPECT_FALSE(std::filesystem::exists(m_disk / "cache/s1"));
+  EXPECT_TRUE(std::filesystem::exists(m_disk / "cache/s2"));
+}
+
 } // namespace
 } // namespace kiln::testing
