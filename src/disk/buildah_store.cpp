@@ -27,39 +27,6 @@ constexpr std::chrono::minutes k_command_timeout{10};
 // Ids per removal command, so a store with thousands of dangling images stays within ARG_MAX.
 constexpr size_t k_ids_per_removal = 100;
 
-/// What one buildah invocation printed (stdout and stderr) and how it ended.
-struct Ran {
-  ProcessExit exit;
-  std::string output;
-
-  /// Why it failed, in one line: buildah's `Error: ...` when it printed one.
-  std::string failure() const {
-    if (!exit.spawn_error.empty()) {
-      return exit.spawn_error;
-    }
-    if (exit.timed_out) {
-      return "no answer before the time limit";
-    }
-    std::string said;
-    for (const std::string& line : split(output, '\n')) {
-      if (!trim(line).empty()) {
-        said = std::string(trim(line));
-      }
-    }
-    std::string status = exit.term_signal != 0
-                             ? fmt::format("killed by signal {}", exit.term_signal)
-                             : fmt::format("exit {}", exit.exit_code);
-    return said.empty() ? status : fmt::format("{} ({})", said, status);
-  }
-};
-
-Ran run(const std::vector<std::string>& argv) {
-  Ran ran;
-  ran.exit = run_process({argv, {}, {}, k_command_timeout},
-                         [&](std::string_view chunk) { ran.output += chunk; });
-  return ran;
-}
-
 bool is_image_id(std::string_view text) {
   return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
            return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f');
@@ -215,7 +182,8 @@ std::vector<std::string> BuildahStore::command(std::initializer_list<std::string
 }
 
 tl::expected<StoreUsage, std::string> BuildahStore::usage() const {
-  Ran listed = run(command({"images", "--all", "--json", "--no-trunc"}));
+  CapturedRun listed =
+      run_captured(command({"images", "--all", "--json", "--no-trunc"}), k_command_timeout);
   if (!listed.exit.ok()) {
     return tl::unexpected(fmt::format("buildah images failed: {}", listed.failure()));
   }
@@ -223,7 +191,8 @@ tl::expected<StoreUsage, std::string> BuildahStore::usage() const {
   if (!images) {
     return tl::unexpected(images.error());
   }
-  Ran dangling = run(command({"images", "--filter", "dangling=true", "--quiet", "--no-trunc"}));
+  CapturedRun dangling = run_captured(
+      command({"images", "--filter", "dangling=true", "--quiet", "--no-trunc"}), k_command_timeout);
   if (!dangling.exit.ok()) {
     return tl::unexpected(fmt::format("buildah images failed: {}", dangling.failure()));
   }
@@ -252,7 +221,7 @@ LayerPrune BuildahStore::prune_layers(double keep_gb) const {
   LayerPrune result;
   auto step = [&](const std::vector<std::string>& argv) {
     result.commands.push_back(join(argv, " "));
-    return run(argv);
+    return run_captured(argv, k_command_timeout);
   };
   auto skip = [&](std::string why) {
     result.lines.push_back(fmt::format("[disk-store] WARN buildah layer prune skipped: {}", why));
@@ -263,7 +232,7 @@ LayerPrune BuildahStore::prune_layers(double keep_gb) const {
   std::vector<fs::path> cache_dirs = buildah_cache_dirs();
   CacheDirCount before = count_cache_dirs(cache_dirs);
 
-  Ran listed = step(command({"images", "--all", "--json", "--no-trunc"}));
+  CapturedRun listed = step(command({"images", "--all", "--json", "--no-trunc"}));
   if (!listed.exit.ok()) {
     return skip(fmt::format("buildah images failed: {}", listed.failure()));
   }
@@ -271,7 +240,8 @@ LayerPrune BuildahStore::prune_layers(double keep_gb) const {
   if (!images) {
     return skip(images.error());
   }
-  Ran dangling = step(command({"images", "--filter", "dangling=true", "--quiet", "--no-trunc"}));
+  CapturedRun dangling =
+      step(command({"images", "--filter", "dangling=true", "--quiet", "--no-trunc"}));
   if (!dangling.exit.ok()) {
     return skip(fmt::format("buildah images failed: {}", dangling.failure()));
   }
@@ -313,7 +283,7 @@ LayerPrune BuildahStore::prune_layers(double keep_gb) const {
     size_t last = std::min(doomed.size(), first + k_ids_per_removal);
     argv.insert(argv.end(), doomed.begin() + static_cast<std::ptrdiff_t>(first),
                 doomed.begin() + static_cast<std::ptrdiff_t>(last));
-    Ran removed = step(argv);
+    CapturedRun removed = step(argv);
     if (!removed.exit.spawn_error.empty() || removed.exit.timed_out) {
       removal.errors.push_back(removed.failure());
       continue;
@@ -356,7 +326,8 @@ LayerPrune BuildahStore::prune_layers(double keep_gb) const {
 }
 
 std::vector<std::string> BuildahStore::dangling_images() const {
-  Ran listed = run(command({"images", "--filter", "dangling=true", "--quiet", "--no-trunc"}));
+  CapturedRun listed = run_captured(
+      command({"images", "--filter", "dangling=true", "--quiet", "--no-trunc"}), k_command_timeout);
   if (!listed.exit.ok()) {
     return {};
   }
@@ -365,7 +336,8 @@ std::vector<std::string> BuildahStore::dangling_images() const {
 }
 
 std::vector<std::string> BuildahStore::tagged_images() const {
-  Ran listed = run(command({"images", "--all", "--json", "--no-trunc"}));
+  CapturedRun listed =
+      run_captured(command({"images", "--all", "--json", "--no-trunc"}), k_command_timeout);
   if (!listed.exit.ok()) {
     return {};
   }
@@ -388,7 +360,7 @@ bool BuildahStore::remove_image(const std::string& reference) const {
   // Without force: removing an image a container uses fails instead of taking it away.
   std::vector<std::string> argv = command({"rmi"});
   argv.push_back(reference);
-  return run(argv).exit.ok();
+  return run_captured(argv, k_command_timeout).exit.ok();
 }
 
 } // namespace kiln

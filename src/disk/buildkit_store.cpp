@@ -26,39 +26,6 @@ constexpr std::chrono::minutes k_prune_timeout{60};
 constexpr std::string_view k_regular_type = "regular";
 constexpr std::string_view k_cache_mount_type = "exec.cachemount";
 
-/// What one buildctl invocation printed (stdout and stderr) and how it ended.
-struct Ran {
-  ProcessExit exit;
-  std::string output;
-
-  /// Why it failed, in one line: buildctl's own last words (`error: ...`) when it said any.
-  std::string failure() const {
-    if (!exit.spawn_error.empty()) {
-      return exit.spawn_error;
-    }
-    if (exit.timed_out) {
-      return "no answer before the time limit";
-    }
-    std::string said;
-    for (const std::string& line : split(output, '\n')) {
-      if (!trim(line).empty()) {
-        said = std::string(trim(line));
-      }
-    }
-    std::string status = exit.term_signal != 0
-                             ? fmt::format("killed by signal {}", exit.term_signal)
-                             : fmt::format("exit {}", exit.exit_code);
-    return said.empty() ? status : fmt::format("{} ({})", said, status);
-  }
-};
-
-Ran run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
-  Ran ran;
-  ran.exit =
-      run_process({argv, {}, {}, timeout}, [&](std::string_view chunk) { ran.output += chunk; });
-  return ran;
-}
-
 /// Bytes the `type==regular` filter can never free: every other type, as BuildKit sums them.
 uint64_t unfreeable_bytes(const std::vector<DuRecord>& records) {
   uint64_t bytes = 0;
@@ -196,7 +163,7 @@ std::vector<std::string> BuildkitStore::prune_argv(uint64_t keep_mb) const {
 }
 
 tl::expected<StoreUsage, std::string> BuildkitStore::usage() const {
-  Ran du = run(m_engine.command({"du", "--verbose"}), k_du_timeout);
+  CapturedRun du = run_captured(m_engine.command({"du", "--verbose"}), k_du_timeout);
   if (!du.exit.ok()) {
     return tl::unexpected(fmt::format("buildctl du failed: {}", du.failure()));
   }
@@ -207,7 +174,7 @@ LayerPrune BuildkitStore::prune_layers(double keep_gb) const {
   LayerPrune result;
   auto step = [&](const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
     result.commands.push_back(join(argv, " "));
-    return run(argv, timeout);
+    return run_captured(argv, timeout);
   };
   auto skip = [&](std::string why) {
     result.lines.push_back(fmt::format("[disk-store] WARN buildkit layer prune skipped: {}", why));
@@ -216,8 +183,8 @@ LayerPrune BuildkitStore::prune_layers(double keep_gb) const {
   };
   // The ids of the cache-mount records, or why they could not be listed.
   auto cache_mounts = [&]() -> tl::expected<std::set<std::string>, std::string> {
-    Ran listed = step(m_engine.command({"du", "--verbose", "--filter", "type==exec.cachemount"}),
-                      k_du_timeout);
+    CapturedRun listed = step(
+        m_engine.command({"du", "--verbose", "--filter", "type==exec.cachemount"}), k_du_timeout);
     if (!listed.exit.ok()) {
       return tl::unexpected(listed.failure());
     }
@@ -230,7 +197,7 @@ LayerPrune BuildkitStore::prune_layers(double keep_gb) const {
     return ids;
   };
 
-  Ran du = step(m_engine.command({"du", "--verbose"}), k_du_timeout);
+  CapturedRun du = step(m_engine.command({"du", "--verbose"}), k_du_timeout);
   if (!du.exit.ok()) {
     return skip(fmt::format("buildctl du failed: {}", du.failure()));
   }
@@ -256,7 +223,7 @@ LayerPrune BuildkitStore::prune_layers(double keep_gb) const {
         keep_mb, keep_gb, unfreeable_mb));
   }
   result.ran = true;
-  Ran prune = step(prune_argv(keep_mb), k_prune_timeout);
+  CapturedRun prune = step(prune_argv(keep_mb), k_prune_timeout);
   if (prune.exit.ok()) {
     std::vector<DuRecord> pruned = parse_du_verbose(prune.output);
     uint64_t freed = 0;

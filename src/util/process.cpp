@@ -230,6 +230,31 @@ ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink, int int
   return result;
 }
 
+std::string CapturedRun::failure() const {
+  if (!exit.spawn_error.empty()) {
+    return exit.spawn_error;
+  }
+  if (exit.timed_out) {
+    return "no answer before the time limit";
+  }
+  std::string said;
+  for (const std::string& line : split(output, '\n')) {
+    if (!trim(line).empty()) {
+      said = std::string(trim(line));
+    }
+  }
+  std::string status = exit.term_signal != 0 ? fmt::format("killed by signal {}", exit.term_signal)
+                                             : fmt::format("exit {}", exit.exit_code);
+  return said.empty() ? status : fmt::format("{} ({})", said, status);
+}
+
+CapturedRun run_captured(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+  CapturedRun run;
+  run.exit =
+      run_process({argv, {}, {}, timeout}, [&](std::string_view chunk) { run.output += chunk; });
+  return run;
+}
+
 tl::expected<std::string, std::string> capture_output(const std::vector<std::string>& argv) {
   std::string output;
   ProcessExit exit = run_process({argv, {}, {}}, [&](std::string_view chunk) { output += chunk; });

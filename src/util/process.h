@@ -50,6 +50,20 @@ ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink, int int
 /// could not start or exited non-zero, naming the command and quoting its output.
 tl::expected<std::string, std::string> capture_output(const std::vector<std::string>& argv);
 
+/// A finished command and everything it printed, stdout and stderr merged.
+struct CapturedRun {
+  ProcessExit exit;
+  std::string output;
+
+  /// Why it failed, in one line: the command's own last words when it printed any, and how it
+  /// ended.
+  std::string failure() const;
+};
+
+/// Run argv to completion (stopped after `timeout` when it is not zero), keeping its output.
+CapturedRun run_captured(const std::vector<std::string>& argv,
+                         std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+
 /// Splits a stream of chunks into lines (without the newline); call finish() for the last one.
 class LineSplitter {
 public:
