@@ -1,0 +1,925 @@
+#include "dockerfile/parser.h"
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace kiln {
+namespace {
+
+constexpr std::array k_known_keywords = {
+    "add",    "arg",   "cmd",         "copy",  "entrypoint", "env",
+    "expose", "from",  "healthcheck", "label", "maintainer", "onbuild",
+    "run",    "shell", "stopsignal",  "user",  "volume",     "workdir"};
+// BuildKit tries JSON on these only; the rest take their arguments verbatim.
+constexpr std::array k_maybe_json = {"add", "cmd", "copy", "entrypoint", "run", "shell", "volume"};
+constexpr std::array k_heredoc_keywords = {"add", "copy", "run"};
+
+template <std::size_t N>
+bool contains(const std::array<const char*, N>& set, std::string_view word) {
+  return std::find(set.begin(), set.end(), word) != set.end();
+}
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+// BuildKit splits commands on [\t\v\f\r ]+, which excludes '\n'; the joined line has none.
+bool is_split_space(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::string_view trim_left(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) {
+    s.remove_prefix(1);
+  }
+  return s;
+}
+
+std::string_view trim(std::string_view s) {
+  s = trim_left(s);
+  while (!s.empty() && is_space(s.back())) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+std::string_view trim_newline(std::string_view s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+bool is_comment(std::string_view line) {
+  line = trim_left(line);
+  return !line.empty() && line.front() == '#';
+}
+
+std::vector<std::string_view> split_whitespace(std::string_view s) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && is_split_space(s[i])) {
+      ++i;
+    }
+    std::size_t begin = i;
+    while (i < s.size() && !is_split_space(s[i])) {
+      ++i;
+    }
+    if (i > begin) {
+      out.push_back(s.substr(begin, i - begin));
+    }
+  }
+  return out;
+}
+
+// Parser directives live in leading comments; the first line that is not one ends them for
+// good, so a `# escape=` after a blank line or a plain comment is just a comment.
+class DirectiveParser {
+public:
+  struct Directive {
+    std::string name;
+    std::string value;
+  };
+
+  tl::expected<std::optional<Directive>, std::string> parse_line(std::string_view line) {
+    if (m_done) {
+      return std::nullopt;
+    }
+    if (line.empty() || line.front() != '#') {
+      m_done = true;
+      return std::nullopt;
+    }
+    line = trim_left(line.substr(1));
+    std::size_t i = 0;
+    if (i >= line.size() || !std::isalpha(static_cast<unsigned char>(line[i]))) {
+      m_done = true;
+      return std::nullopt;
+    }
+    while (i < line.size() && std::isalnum(static_cast<unsigned char>(line[i]))) {
+      ++i;
+    }
+    std::string name = lower(line.substr(0, i));
+    std::string_view rest = trim_left(line.substr(i));
+    if (rest.empty() || rest.front() != '=') {
+      m_done = true;
+      return std::nullopt;
+    }
+    std::string_view value = trim(rest.substr(1));
+    if (value.empty() || (name != "escape" && name != "syntax" && name != "check")) {
+      m_done = true;
+      return std::nullopt;
+    }
+    if (!m_seen.insert(name).second) {
+      return tl::unexpected(fmt::format("only one {} parser directive can be used", name));
+    }
+    return Directive{name, std::string(value)};
+  }
+
+private:
+  bool m_done = false;
+  std::set<std::string> m_seen;
+};
+
+// The escape character continues a line when it is the last non-blank character and is not
+// itself escaped (BuildKit's regex cannot see past one preceding escape, and neither do we).
+bool trim_continuation(std::string_view& line, char escape) {
+  std::size_t end = line.size();
+  while (end > 0 && (line[end - 1] == ' ' || line[end - 1] == '\t')) {
+    --end;
+  }
+  if (end == 0 || line[end - 1] != escape) {
+    return false;
+  }
+  if (end >= 2 && line[end - 2] == escape) {
+    return false;
+  }
+  line = line.substr(0, end - 1);
+  return true;
+}
+
+// Where each piece of a joined logical line came from, to give flags real positions.
+struct Segment {
+  std::size_t offset;
+  int line;
+  int column;
+};
+
+Position position_of(const std::vector<Segment>& segments, std::size_t offset) {
+  const Segment* best = &segments.front();
+  for (const auto& s : segments) {
+    if (s.offset <= offset) {
+      best = &s;
+    }
+  }
+  return {best->line, best->column + static_cast<int>(offset - best->offset)};
+}
+
+struct RawFlag {
+  std::string word;
+  std::size_t offset;
+};
+
+// BuildKit's extractBuilderFlags: leading `--words` with quotes and escapes removed; a bare
+// `--` ends them.
+std::string_view extract_flags(std::string_view line, std::size_t base, char escape,
+                               std::vector<RawFlag>& flags) {
+  std::size_t pos = 0;
+  while (true) {
+    while (pos < line.size() && is_space(line[pos])) {
+      ++pos;
+    }
+    if (pos + 1 >= line.size() || line[pos] != '-' || line[pos + 1] != '-') {
+      return line.substr(std::min(pos, line.size()));
+    }
+    std::size_t start = pos;
+    std::string word;
+    char quote = 0;
+    bool blank_ok = false;
+    for (; pos < line.size(); ++pos) {
+      char ch = line[pos];
+      if (quote == 0 && is_space(ch)) {
+        break;
+      }
+      if (quote == 0 && (ch == '\'' || ch == '"')) {
+        quote = ch;
+        blank_ok = true;
+        continue;
+      }
+      if (quote != 0 && ch == quote) {
+        quote = 0;
+        continue;
+      }
+      if (ch == escape) {
+        if (pos + 1 == line.size()) {
+          continue;
+        }
+        ch = line[++pos];
+      }
+      word += ch;
+    }
+    if (word == "--") {
+      return line.substr(pos);
+    }
+    if (blank_ok || !word.empty()) {
+      flags.push_back({word, base + start});
+    }
+  }
+}
+
+// BuildKit's parseWords: whitespace-separated words with quotes and escapes kept verbatim.
+std::vector<std::string> parse_words(std::string_view rest, char escape) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  bool blank_ok = false;
+  char quote = 0;
+  for (std::size_t pos = 0; pos < rest.size(); ++pos) {
+    char ch = rest[pos];
+    if (quote == 0) {
+      if (is_space(ch)) {
+        if (in_word && (blank_ok || !word.empty())) {
+          words.push_back(word);
+        }
+        word.clear();
+        in_word = false;
+        blank_ok = false;
+        continue;
+      }
+      in_word = true;
+      if (ch == '\'' || ch == '"') {
+        quote = ch;
+        blank_ok = true;
+      } else if (ch == escape) {
+        if (pos + 1 == rest.size()) {
+          continue;
+        }
+        word += ch;
+        ch = rest[++pos];
+      }
+      word += ch;
+      continue;
+    }
+    if (ch == quote) {
+      quote = 0;
+    } else if (ch == escape && quote != '\'') {
+      if (pos + 1 == rest.size()) {
+        quote = 0;
+        continue;
+      }
+      word += ch;
+      ch = rest[++pos];
+    }
+    word += ch;
+  }
+  if (in_word && (blank_ok || !word.empty())) {
+    words.push_back(word);
+  }
+  return words;
+}
+
+struct JsonArgs {
+  bool is_json = false;
+  bool not_strings = false;
+  std::vector<std::string> values;
+};
+
+JsonArgs parse_json_array(std::string_view rest) {
+  JsonArgs out;
+  rest = trim_left(rest);
+  if (rest.empty() || rest.front() != '[') {
+    return out;
+  }
+  auto parsed = nlohmann::json::parse(rest, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_array()) {
+    return out;
+  }
+  for (const auto& element : parsed) {
+    if (!element.is_string()) {
+      out.not_strings = true;
+      return out;
+    }
+    out.values.push_back(element.get<std::string>());
+  }
+  out.is_json = true;
+  return out;
+}
+
+// The lexer BuildKit uses on heredoc words: escape is always `\` there, `$` stays literal
+// because no variables are set. raw_quotes keeps the quote characters.
+std::vector<std::string> heredoc_lex(std::string_view s, bool raw_quotes, bool raw_escapes) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  auto flush = [&] {
+    if (in_word && !word.empty()) {
+      words.push_back(word);
+    }
+    word.clear();
+    in_word = false;
+  };
+  std::size_t i = 0;
+  while (i < s.size()) {
+    char ch = s[i];
+    if (ch == '\'' || ch == '"') {
+      std::size_t close = s.find(ch, i + 1);
+      std::string body;
+      if (ch == '\'') {
+        body =
+            std::string(s.substr(i + 1, close == std::string_view::npos ? close : close - i - 1));
+      } else {
+        std::size_t j = i + 1;
+        for (; j < s.size() && s[j] != '"'; ++j) {
+          if (s[j] == '\\' && j + 1 < s.size() &&
+              (s[j + 1] == '"' || s[j + 1] == '$' || s[j + 1] == '\\')) {
+            if (raw_escapes) {
+              body += '\\';
+            }
+            ++j;
+          }
+          body += s[j];
+        }
+        close = j < s.size() ? j : std::string_view::npos;
+      }
+      if (raw_quotes) {
+        word += ch;
+      }
+      word += body;
+      if (raw_quotes && close != std::string_view::npos) {
+        word += ch;
+      }
+      in_word = true;
+      i = close == std::string_view::npos ? s.size() : close + 1;
+      continue;
+    }
+    if (ch == '<' && i + 1 < s.size() && s[i + 1] == '<') {
+      // `<< EOF` is one word: the blanks after `<<` belong to the heredoc operator.
+      word += "<<";
+      i += 2;
+      while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) {
+        word += s[i++];
+      }
+      in_word = true;
+      continue;
+    }
+    if (ch == '\\') {
+      if (raw_escapes) {
+        word += ch;
+      }
+      if (++i >= s.size()) {
+        break;
+      }
+      word += s[i++];
+      in_word = true;
+      continue;
+    }
+    if (is_space(ch)) {
+      flush();
+    } else {
+      word += ch;
+      in_word = true;
+    }
+    ++i;
+  }
+  flush();
+  return words;
+}
+
+std::optional<Heredoc> heredoc_from_word(std::string_view word) {
+  std::size_t i = 0;
+  while (i < word.size() && std::isdigit(static_cast<unsigned char>(word[i]))) {
+    ++i;
+  }
+  if (word.substr(i, 2) != "<<") {
+    return std::nullopt;
+  }
+  i += 2;
+  bool chomp = false;
+  if (i < word.size() && word[i] == '-') {
+    chomp = true;
+    ++i;
+  }
+  std::string_view rest = trim_left(word.substr(i));
+  if (rest.empty() || rest.find('<') != std::string_view::npos) {
+    return std::nullopt;
+  }
+  auto words = heredoc_lex(rest, false, false);
+  if (words.size() != 1) {
+    return std::nullopt;
+  }
+  auto raw = heredoc_lex(rest, true, false);
+  auto quotes = [](const std::string& w) {
+    return std::count(w.begin(), w.end(), '\'') + std::count(w.begin(), w.end(), '"');
+  };
+  // Quotes that vanish when processed were quoting part of the word: no expansion then.
+  bool expand = raw.size() == 1 && quotes(words[0]) == quotes(raw[0]);
+  return Heredoc{words[0], "", expand, chomp};
+}
+
+std::vector<std::string> split_lines(std::string_view text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t nl = text.find('\n', start);
+    std::size_t end = nl == std::string_view::npos ? text.size() : nl + 1;
+    lines.emplace_back(text.substr(start, end - start));
+    start = end;
+  }
+  return lines;
+}
+
+tl::expected<void, std::string> fill_args(Instruction& ins, std::string_view rest, char escape) {
+  const std::string& kw = ins.keyword;
+  if (kw == "env" || kw == "label") {
+    auto words = parse_words(rest, escape);
+    if (words.empty()) {
+      return {};
+    }
+    if (words[0].find('=') == std::string::npos) {
+      // Legacy `ENV key value with spaces`: the value is everything after the first blank.
+      std::size_t i = 0;
+      while (i < rest.size() && !is_split_space(rest[i])) {
+        ++i;
+      }
+      std::size_t j = i;
+      while (j < rest.size() && is_split_space(rest[j])) {
+        ++j;
+      }
+      if (i == rest.size()) {
+        return tl::unexpected(
+            fmt::format("{} must have two arguments", kw == "env" ? "ENV" : "LABEL"));
+      }
+      ins.args = {std::string(rest.substr(0, i)), std::string(rest.substr(j))};
+      return {};
+    }
+    for (const auto& word : words) {
+      std::size_t eq = word.find('=');
+      if (eq == std::string::npos) {
+        return tl::unexpected(fmt::format(
+            "Syntax error - can't find = in \"{}\". Must be of the form: name=value", word));
+      }
+      ins.args.push_back(word.substr(0, eq));
+      ins.args.push_back(word.substr(eq + 1));
+    }
+    return {};
+  }
+  if (kw == "arg") {
+    for (const auto& word : parse_words(rest, escape)) {
+      std::size_t eq = word.find('=');
+      ins.args.push_back(word.substr(0, eq));
+      ins.args.push_back(eq == std::string::npos ? std::string() : word.substr(eq + 1));
+      ins.arg_has_value.push_back(eq != std::string::npos);
+    }
+    return {};
+  }
+  if (kw == "from") {
+    for (auto word : split_whitespace(rest)) {
+      ins.args.emplace_back(word);
+    }
+    if (ins.args.size() != 1 && ins.args.size() != 3) {
+      return tl::unexpected(std::string("FROM requires either one or three arguments"));
+    }
+    if (ins.args.size() == 3 && lower(ins.args[1]) != "as") {
+      return tl::unexpected(std::string("When using FROM with AS, the second argument must be AS"));
+    }
+    return {};
+  }
+  if (rest.empty()) {
+    return {};
+  }
+  if (contains(k_maybe_json, kw)) {
+    auto json = parse_json_array(rest);
+    if (json.not_strings) {
+      return tl::unexpected(
+          std::string("when using JSON array syntax, arrays must be comprised of strings only"));
+    }
+    if (json.is_json) {
+      ins.args = std::move(json.values);
+      ins.json_form = true;
+      return {};
+    }
+  }
+  ins.args = {std::string(rest)};
+  return {};
+}
+
+bool can_contain_heredoc(const Instruction& ins) {
+  if (ins.keyword == "onbuild") {
+    // ONBUILD RUN <<EOF carries its heredoc for the triggered instruction.
+    auto words = split_whitespace(ins.args.empty() ? std::string_view() : ins.args[0]);
+    if (words.empty() || !contains(k_heredoc_keywords, lower(words[0]))) {
+      return false;
+    }
+    std::string_view sub = ins.args[0];
+    return !parse_json_array(sub.substr(sub.find(words[0]) + words[0].size())).is_json;
+  }
+  return contains(k_heredoc_keywords, ins.keyword) && !ins.json_form;
+}
+
+std::string strip_leading_tabs(std::string_view line) {
+  std::size_t i = 0;
+  while (i < line.size() && line[i] == '\t') {
+    ++i;
+  }
+  return std::string(line.substr(i));
+}
+
+} // namespace
+
+tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
+  Dockerfile df;
+  DirectiveParser directives;
+  auto lines = split_lines(text);
+  if (!lines.empty() && lines[0].starts_with("\xEF\xBB\xBF")) {
+    lines[0].erase(0, 3);
+  }
+  auto directive_at = [&](std::string_view line, int line_no) -> tl::expected<bool, ParseError> {
+    auto directive = directives.parse_line(line);
+    if (!directive) {
+      return tl::unexpected(ParseError{{line_no, 1}, directive.error()});
+    }
+    if (!*directive) {
+      return false;
+    }
+    if ((*directive)->name == "escape") {
+      if ((*directive)->value != "\\" && (*directive)->value != "`") {
+        return tl::unexpected(ParseError{
+            {line_no, 1},
+            fmt::format("invalid escape token '{}' does not match ` or \\", (*directive)->value)});
+      }
+      df.escape = (*directive)->value[0];
+    } else if ((*directive)->name == "syntax") {
+      df.syntax = (*directive)->value;
+    }
+    return true;
+  };
+
+  std::size_t next = 0;
+  while (next < lines.size()) {
+    int start_line = static_cast<int>(next) + 1;
+    std::string_view raw = trim_newline(lines[next++]);
+    std::string_view first = trim_left(raw);
+    int lead = static_cast<int>(raw.size() - first.size());
+    if (auto d = directive_at(first, start_line); !d) {
+      return tl::unexpected(d.error());
+    }
+    if (is_comment(first)) {
+      first = {};
+    }
+    bool continued = trim_continuation(first, df.escape);
+    if (!continued && first.empty()) {
+      continue;
+    }
+    std::string line(first);
+    std::vector<Segment> segments{{0, start_line, lead + 1}};
+    bool empty_continuation = false;
+    int end_line = start_line;
+    while (continued && next < lines.size()) {
+      int line_no = static_cast<int>(next) + 1;
+      std::string_view piece = trim_newline(lines[next++]);
+      end_line = line_no;
+      if (auto d = directive_at(piece, line_no); !d) {
+        return tl::unexpected(d.error());
+      }
+      if (is_comment(piece)) {
+        continue;
+      }
+      if (trim_left(piece).empty()) {
+        empty_continuation = true;
+        continue;
+      }
+      continued = trim_continuation(piece, df.escape);
+      segments.push_back({line.size(), line_no, 1});
+      line += piece;
+    }
+    if (empty_continuation) {
+      df.warnings.push_back("Empty continuation line found in: " + line);
+    }
+
+    // splitCommand: keyword, flags, then the trimmed rest.
+    std::size_t kw_begin = 0;
+    while (kw_begin < line.size() && is_space(line[kw_begin])) {
+      ++kw_begin;
+    }
+    std::size_t kw_end = kw_begin;
+    while (kw_end < line.size() && !is_split_space(line[kw_end])) {
+      ++kw_end;
+    }
+    if (kw_begin == kw_end) {
+      continue; // only escapes and blanks, such as a lone continuation at the end of the file
+    }
+    Instruction ins;
+    ins.keyword = lower(std::string_view(line).substr(kw_begin, kw_end - kw_begin));
+    ins.original = std::string(trim(line));
+    ins.start = position_of(segments, kw_begin);
+    auto fail = [&](std::string message) {
+      return tl::unexpected(ParseError{ins.start, std::move(message)});
+    };
+    if (!contains(k_known_keywords, ins.keyword)) {
+      return fail(fmt::format("unknown instruction: {}",
+                              std::string_view(line).substr(kw_begin, kw_end - kw_begin)));
+    }
+    std::size_t args_begin = kw_end;
+    while (args_begin < line.size() && is_split_space(line[args_begin])) {
+      ++args_begin;
+    }
+    std::vector<RawFlag> raw_flags;
+    std::string_view rest = trim(
+        extract_flags(std::string_view(line).substr(args_begin), args_begin, df.escape, raw_flags));
+    for (const auto& f : raw_flags) {
+      std::string_view word = std::string_view(f.word).substr(2);
+      std::size_t eq = word.find('=');
+      ins.flags.push_back({std::string(word.substr(0, eq)),
+                           eq == std::string_view::npos ? "" : std::string(word.substr(eq + 1)),
+                           position_of(segments, f.offset)});
+    }
+    if (auto filled = fill_args(ins, rest, df.escape); !filled) {
+      return fail(filled.error());
+    }
+
+    if (can_contain_heredoc(ins) && line.find("<<") != std::string::npos) {
+      for (const auto& word : heredoc_lex(line, true, true)) {
+        auto heredoc = heredoc_from_word(word);
+        if (!heredoc) {
+          continue;
+        }
+        bool terminated = false;
+        while (next < lines.size()) {
+          std::string_view body = lines[next++];
+          end_line = static_cast<int>(next);
+          std::string candidate(trim_newline(body));
+          if (heredoc->chomp) {
+            candidate = strip_leading_tabs(candidate);
+          }
+          if (candidate == heredoc->name) {
+            terminated = true;
+            break;
+          }
+          heredoc->content += heredoc->chomp ? strip_leading_tabs(body) : std::string(body);
+        }
+        if (!terminated) {
+          return fail("unterminated heredoc");
+        }
+        ins.heredocs.push_back(std::move(*heredoc));
+      }
+    }
+    ins.end = {end_line, static_cast<int>(trim_newline(lines[end_line - 1]).size())};
+    df.instructions.push_back(std::move(ins));
+  }
+  if (df.instructions.empty()) {
+    return tl::unexpected(
+        ParseError{{std::max(1, static_cast<int>(lines.size())), 1}, "file with no instructions"});
+  }
+  return df;
+}
+
+namespace {
+
+bool is_special_param(char c) {
+  return c == '@' || c == '*' || c == '#' || c == '?' || c == '-' || c == '$' || c == '!' ||
+         c == '0';
+}
+
+class Expander {
+public:
+  Expander(std::string_view text, const std::map<std::string, std::string>& vars, char escape)
+      : m_text(text), m_vars(vars), m_escape(escape) {}
+
+  ExpandResult run() {
+    bool closed = false;
+    std::string value = until('\0', closed);
+    return {std::move(value), std::move(m_unset)};
+  }
+
+private:
+  // Processes up to `stop` (consumed; '\0' means the end). `closed` tells whether it was seen.
+  std::string until(char stop, bool& closed) {
+    std::string out;
+    closed = false;
+    while (m_pos < m_text.size()) {
+      char ch = m_text[m_pos];
+      if (stop != '\0' && ch == stop) {
+        ++m_pos;
+        closed = true;
+        return out;
+      }
+      if (ch == '$') {
+        out += dollar();
+      } else if (ch == '\'') {
+        out += single_quoted();
+      } else if (ch == '"') {
+        out += double_quoted();
+      } else if (ch == m_escape) {
+        if (++m_pos >= m_text.size()) {
+          break; // an escape at the very end escapes nothing and vanishes
+        }
+        out += m_text[m_pos++];
+      } else {
+        out += ch;
+        ++m_pos;
+      }
+    }
+    return out;
+  }
+
+  std::string single_quoted() {
+    std::size_t close = m_text.find('\'', m_pos + 1);
+    std::size_t end = close == std::string_view::npos ? m_text.size() : close;
+    std::string out(m_text.substr(m_pos + 1, end - m_pos - 1));
+    m_pos = close == std::string_view::npos ? m_text.size() : close + 1;
+    return out;
+  }
+
+  std::string double_quoted() {
+    std::string out;
+    ++m_pos;
+    while (m_pos < m_text.size()) {
+      char ch = m_text[m_pos];
+      if (ch == '"') {
+        ++m_pos;
+        return out;
+      }
+      if (ch == '$') {
+        out += dollar();
+        continue;
+      }
+      ++m_pos;
+      // Inside double quotes the escape only quotes `"`, `$` and itself, as in sh.
+      if (ch == m_escape && m_pos < m_text.size() &&
+          (m_text[m_pos] == '"' || m_text[m_pos] == '$' || m_text[m_pos] == m_escape)) {
+        ch = m_text[m_pos++];
+      } else if (ch == m_escape && m_pos >= m_text.size()) {
+        continue;
+      }
+      out += ch;
+    }
+    return out;
+  }
+
+  std::string name() {
+    std::string out;
+    if (m_pos < m_text.size() && std::isdigit(static_cast<unsigned char>(m_text[m_pos]))) {
+      while (m_pos < m_text.size() && std::isdigit(static_cast<unsigned char>(m_text[m_pos]))) {
+        out += m_text[m_pos++];
+      }
+      return out;
+    }
+    if (m_pos < m_text.size() && is_special_param(m_text[m_pos])) {
+      return std::string(1, m_text[m_pos++]);
+    }
+    while (m_pos < m_text.size() &&
+           (std::isalnum(static_cast<unsigned char>(m_text[m_pos])) || m_text[m_pos] == '_')) {
+      out += m_text[m_pos++];
+    }
+    return out;
+  }
+
+  const std::string* lookup(const std::string& var) {
+    auto it = m_vars.find(var);
+    if (it != m_vars.end()) {
+      return &it->second;
+    }
+    if (std::find(m_unset.begin(), m_unset.end(), var) == m_unset.end()) {
+      m_unset.push_back(var);
+    }
+    return nullptr;
+  }
+
+  std::string literal_from(std::size_t start) {
+    m_pos = m_text.size();
+    return std::string(m_text.substr(start));
+  }
+
+  std::string dollar() {
+    std::size_t start = m_pos++;
+    if (m_pos >= m_text.size() || m_text[m_pos] != '{') {
+      std::string var = name();
+      if (var.empty()) {
+        return "$";
+      }
+      const std::string* value = lookup(var);
+      return value ? *value : "";
+    }
+    ++m_pos;
+    if (m_pos >= m_text.size() || m_text[m_pos] == '{' || m_text[m_pos] == '}' ||
+        m_text[m_pos] == ':') {
+      return literal_from(start); // bad substitution
+    }
+    std::string var = name();
+    if (m_pos >= m_text.size()) {
+      return literal_from(start);
+    }
+    char op = m_text[m_pos++];
+    if (op == '}') {
+      const std::string* value = lookup(var);
+      return value ? *value : "";
+    }
+    bool null_is_unset = false;
+    if (op == ':') {
+      null_is_unset = true;
+      if (m_pos >= m_text.size()) {
+        return literal_from(start);
+      }
+      op = m_text[m_pos++];
+    }
+    if (op != '-' && op != '+' && op != '?') {
+      return literal_from(start); // patterns and replacements: not needed by kiln
+    }
+    bool closed = false;
+    std::string word = until('}', closed);
+    if (!closed) {
+      return literal_from(start);
+    }
+    const std::string* value = lookup(var);
+    bool empty = !value || (null_is_unset && value->empty());
+    switch (op) {
+    case '-':
+      return empty ? word : *value;
+    case '+':
+      return empty ? "" : word;
+    default:
+      // `?` would fail the build when unset; the name is already reported in `unset`.
+      return value ? *value : "";
+    }
+  }
+
+  std::string_view m_text;
+  const std::map<std::string, std::string>& m_vars;
+  char m_escape;
+  std::size_t m_pos = 0;
+  std::vector<std::string> m_unset;
+};
+
+} // namespace
+
+ExpandResult expand_words(std::string_view text, const std::map<std::string, std::string>& vars,
+                          char escape) {
+  return Expander(text, vars, escape).run();
+}
+
+std::vector<StageScope> stage_scopes(const Dockerfile& df,
+                                     const std::map<std::string, std::string>& build_args) {
+  std::vector<StageScope> stages;
+  // Global ARGs: a name declared without default and not passed has no value at all.
+  std::map<std::string, std::string> globals;
+  // The current stage's ARG values; ENV is in stages.back().env and wins over them.
+  std::map<std::string, std::string> stage_args;
+  auto visible = [&] {
+    auto vars = stage_args;
+    for (const auto& [k, v] : stages.back().env) {
+      vars[k] = v;
+    }
+    return vars;
+  };
+  for (const auto& ins : df.instructions) {
+    if (ins.keyword == "from") {
+      StageScope stage;
+      stage.index = static_cast<int>(stages.size());
+      if (ins.args.size() == 3) {
+        stage.name = lower(ins.args[2]);
+      }
+      std::string base =
+          ins.args.empty() ? "" : lower(expand_words(ins.args[0], globals, df.escape).value);
+      for (const auto& earlier : stages) {
+        if (!earlier.name.empty() && earlier.name == base) {
+          stage.env = earlier.env;
+        }
+      }
+      stages.push_back(std::move(stage));
+      stage_args.clear();
+      continue;
+    }
+    if (ins.keyword == "arg") {
+      for (std::size_t i = 0; i + 1 < ins.args.size(); i += 2) {
+        const std::string& key = ins.args[i];
+        bool has_value = i / 2 < ins.arg_has_value.size() && ins.arg_has_value[i / 2];
+        std::optional<std::string> value;
+        if (auto passed = build_args.find(key); passed != build_args.end()) {
+          value = passed->second;
+        } else if (has_value) {
+          value =
+              expand_words(ins.args[i + 1], stages.empty() ? globals : visible(), df.escape).value;
+        } else if (!stages.empty()) {
+          if (auto global = globals.find(key); global != globals.end()) {
+            value = global->second;
+          }
+        }
+        if (stages.empty()) {
+          if (value) {
+            globals[key] = *value;
+          }
+          continue;
+        }
+        auto& declared = stages.back().args;
+        if (std::find(declared.begin(), declared.end(), key) == declared.end()) {
+          declared.push_back(key);
+        }
+        if (value) {
+          stage_args[key] = *value;
+        }
+      }
+      continue;
+    }
+    if (ins.keyword == "env" && !stages.empty()) {
+      for (std::size_t i = 0; i + 1 < ins.args.size(); i += 2) {
+        // All pairs of one ENV see the variables as they were before it, as in BuildKit.
+        stages.back().env[ins.args[i]] = expand_words(ins.args[i + 1], visible(), df.escape).value;
+      }
+    }
+  }
+  return stages;
+}
+
+} // namespace kiln

@@ -1,0 +1,90 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+namespace kiln {
+
+/// 1-based; column counts bytes, as BuildKit's does.
+struct Position {
+  int line = 0;
+  int column = 0;
+};
+
+struct Heredoc {
+  std::string name;
+  std::string content; // with `<<-`, leading tabs already stripped from every line
+  bool expand = true;  // false when any part of the delimiter word was quoted
+  bool chomp = false;  // written `<<-`
+};
+
+/// `--mount=type=cache,target=/x` is name "mount", value "type=cache,target=/x"; quotes and
+/// escapes in the flag word are already removed, as BuildKit does before handing flags on.
+struct Flag {
+  std::string name;
+  std::string value;
+  Position pos;
+};
+
+struct Instruction {
+  std::string keyword;  // lower-case
+  std::string original; // the logical line, continuations joined, heredoc bodies excluded
+  std::vector<Flag> flags;
+  /// Shell form: the raw rest of the line after the flags, one string. JSON form: the array
+  /// elements. ENV/LABEL/ARG: key, value pairs with values raw (quotes kept, unexpanded, so
+  /// expand_words can apply the scope later). FROM: image, then `AS` and name when present.
+  std::vector<std::string> args;
+  /// ARG only, one entry per pair: whether `=` was written. `ARG NAME` takes the global
+  /// default while `ARG NAME=` sets an empty one, and the pair alone cannot tell them apart.
+  std::vector<bool> arg_has_value;
+  bool json_form = false;
+  std::vector<Heredoc> heredocs;
+  Position start;
+  Position end; // last physical line, heredoc terminator included
+};
+
+struct Dockerfile {
+  char escape = '\\';
+  std::string syntax;
+  std::vector<Instruction> instructions;
+  std::vector<std::string> warnings;
+};
+
+struct ParseError {
+  Position pos;
+  std::string message;
+};
+
+/// Parses with BuildKit's rules (frontend/dockerfile/parser plus the unknown-instruction and
+/// FROM-shape checks of its instructions package).
+tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text);
+
+struct ExpandResult {
+  std::string value;
+  std::vector<std::string> unset; // names referenced but not set, first-seen order, unique
+};
+
+/// BuildKit's word processing: quotes removed, escapes applied, `$VAR`, `${VAR}`,
+/// `${VAR:-w}`, `${VAR-w}`, `${VAR:+w}`, `${VAR+w}` expanded. Malformed input (an unclosed
+/// quote or brace) is kept as far as it goes instead of failing: callers lint, they don't build.
+ExpandResult expand_words(std::string_view text, const std::map<std::string, std::string>& vars,
+                          char escape);
+
+struct StageScope {
+  std::string name; // lower-case, empty for an unnamed stage
+  int index = 0;
+  std::vector<std::string> args;          // declared in the stage
+  std::map<std::string, std::string> env; // ENV in effect, inherited from FROM <stage>
+};
+
+/// The variables each stage sees, with BuildKit's ARG scoping: global ARGs (before the first
+/// FROM) reach a stage only when redeclared there, no ARG crosses a FROM, and FROM <stage>
+/// inherits that stage's ENV but not its ARGs. build_args override declared defaults.
+std::vector<StageScope> stage_scopes(const Dockerfile& df,
+                                     const std::map<std::string, std::string>& build_args);
+
+} // namespace kiln
