@@ -2,6 +2,7 @@
 
 #include "cli/cache_command.h"
 #include "cli/disk_command.h"
+#include "cli/gate_command.h"
 #include "cli/resources_command.h"
 #include "cli/run_command.h"
 #include "driver/run_loop.h"
@@ -18,6 +19,8 @@ int main(int argc, char** argv) {
   CLI::App* disk_status = nullptr;
   CLI::App* disk_reclaim = nullptr;
   kiln::add_disk_command(app, disk_args, disk_status, disk_reclaim);
+  kiln::GateArgs gate_args;
+  CLI::App* image_env_gate = kiln::add_gate_command(app, gate_args);
   std::string resources_csv;
   CLI::App* summarize = kiln::add_resources_command(app, resources_csv);
   try {
@@ -39,6 +42,9 @@ int main(int argc, char** argv) {
   }
   if (disk_reclaim->parsed()) {
     return kiln::disk_reclaim_command(disk_args);
+  }
+  if (image_env_gate->parsed()) {
+    return kiln::image_env_gate_command(gate_args);
   }
   if (summarize->parsed()) {
     return kiln::resources_summarize_command(resources_csv);

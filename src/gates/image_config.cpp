@@ -1,0 +1,101 @@
+#include "gates/image_config.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "util/fs.h"
+#include "util/process.h"
+
+namespace kiln {
+
+namespace {
+
+using nlohmann::json;
+
+tl::expected<json, std::string> read_json(const std::filesystem::path& file) {
+  auto text = read_file(file);
+  if (!text) {
+    return tl::unexpected(text.error());
+  }
+  json doc = json::parse(*text, nullptr, false);
+  if (doc.is_discarded()) {
+    return tl::unexpected(fmt::format("{} is not JSON", file.string()));
+  }
+  return doc;
+}
+
+/// `sha256:<hex>` -> the blob's path in the layout.
+tl::expected<std::filesystem::path, std::string> blob_path(const std::filesystem::path& layout,
+                                                           const json& descriptor) {
+  if (!descriptor.is_object() || !descriptor.contains("digest") ||
+      !descriptor["digest"].is_string()) {
+    return tl::unexpected(std::string("a descriptor without a digest"));
+  }
+  std::string digest = descriptor["digest"];
+  size_t colon = digest.find(':');
+  if (colon == std::string::npos) {
+    return tl::unexpected(fmt::format("digest '{}' has no algorithm", digest));
+  }
+  return layout / "blobs" / digest.substr(0, colon) / digest.substr(colon + 1);
+}
+
+std::vector<std::string> env_of(const json& config) {
+  std::vector<std::string> env;
+  if (config.contains("config") && config["config"].is_object() &&
+      config["config"].contains("Env") && config["config"]["Env"].is_array()) {
+    for (const auto& entry : config["config"]["Env"]) {
+      if (entry.is_string()) {
+        env.push_back(entry);
+      }
+    }
+  }
+  return env;
+}
+
+} // namespace
+
+tl::expected<std::vector<std::string>, std::string>
+image_env_from_layout(const std::filesystem::path& layout) {
+  auto doc = read_json(layout / "index.json");
+  // An image index may point at another index (a multi-platform image): follow the first
+  // manifest until a manifest with a config turns up. A bounded walk: a loop is an error.
+  for (int depth = 0; depth < 8 && doc; ++depth) {
+    if (doc->contains("config")) {
+      auto config_path = blob_path(layout, (*doc)["config"]);
+      if (!config_path) {
+        return tl::unexpected(config_path.error());
+      }
+      return read_json(*config_path).map(env_of);
+    }
+    if (!doc->contains("manifests") || !(*doc)["manifests"].is_array() ||
+        (*doc)["manifests"].empty()) {
+      return tl::unexpected(
+          fmt::format("{} holds no image manifest; is it an OCI image layout?", layout.string()));
+    }
+    auto next = blob_path(layout, (*doc)["manifests"][0]);
+    if (!next) {
+      return tl::unexpected(next.error());
+    }
+    doc = read_json(*next);
+  }
+  if (!doc) {
+    return tl::unexpected(doc.error());
+  }
+  return tl::unexpected(fmt::format("{}: indexes nest deeper than kiln follows", layout.string()));
+}
+
+tl::expected<std::vector<std::string>, std::string>
+image_env_from_buildah(const std::string& image) {
+  CapturedRun inspect = run_captured({"buildah", "inspect", "--type", "image", image});
+  if (!inspect.exit.ok()) {
+    return tl::unexpected(
+        fmt::format("cannot inspect image {} with buildah: {}", image, inspect.failure()));
+  }
+  json doc = json::parse(inspect.output, nullptr, false);
+  if (doc.is_discarded() || !doc.contains("OCIv1")) {
+    return tl::unexpected(fmt::format("buildah inspect {} printed no OCI config", image));
+  }
+  return env_of(doc["OCIv1"]);
+}
+
+} // namespace kiln
