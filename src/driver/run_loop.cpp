@@ -11,7 +11,6 @@
 
 #include "disk/levers.h"
 #include "disk/watchdog.h"
-#include "dockerfile/instructions.h"
 #include "driver/attempt.h"
 #include "driver/attempt_runner.h"
 #include "driver/build_request.h"
@@ -174,9 +173,6 @@ private:
   /// After import flakes of the registry cache, the next attempt leaves the registry out.
   void drop_registry_cache_after_flakes(const Stage& stage, BuildRequest& request,
                                         int import_flakes, int next_attempt);
-  /// Land the local cache export of what a failed build finished (see salvage.h).
-  void salvage(const Stage& stage, const BuildRequest& request, const AttemptOutcome& failed,
-               StageRecord& record);
   void save();
   /// After every preflight gate: a refused launch leaves no sampler behind.
   void start_sampler();
@@ -452,7 +448,9 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
       m_console.stage_finished(
           fmt::format("failed after {}: {}", human_duration(a.seconds), verdict.reason));
       m_console.failure_tail(outcome.tail, log_path);
-      salvage(stage, request, outcome, record);
+      salvage_failed_build(
+          {m_chain, m_engine, m_folder, m_console, m_options.no_salvage, [this] { save(); }}, stage,
+          request, outcome.finished_build_stages, record);
       return StageEnd::failed;
     }
     double cooldown = cooldown_before(n + 1, m_chain.defaults);
@@ -471,81 +469,6 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
     }
   }
   return StageEnd::failed; // unreachable: the last attempt's verdict is never `retry`
-}
-
-void Run::salvage(const Stage& stage, const BuildRequest& request, const AttemptOutcome& failed,
-                  StageRecord& record) {
-  auto skip = [&](std::string note) {
-    record.salvage_note = note;
-    m_folder.log(fmt::format("stage {}: no salvage: {}", stage.name, note));
-  };
-  if (request.cache_slug.empty() || !request.export_local) {
-    return; // no local tier: nothing a salvage could land
-  }
-  if (m_options.no_salvage || !m_chain.cache.salvage) {
-    skip(m_options.no_salvage ? "--no-salvage" : "salvage = false in [cache]");
-    return;
-  }
-  auto text = read_dockerfile(request.dockerfile);
-  std::vector<std::string> targets =
-      text ? salvage_targets(*text, failed.finished_build_stages) : std::vector<std::string>{};
-  if (targets.empty()) {
-    skip("no named target of the Dockerfile finished before the failure");
-    return;
-  }
-  double min_free = m_chain.cache.salvage_min_free_gb;
-  if (min_free > 0) {
-    auto free = free_bytes(m_chain.cache.root);
-    double free_gb = free ? static_cast<double>(*free) / 1e9 : -1;
-    if (free && free_gb < min_free) {
-      std::string note = fmt::format(
-          "skipped: {:.1f} GB free on {}, below salvage_min_free_gb {:g}: the export is the "
-          "last thing that should write while disk is scarce",
-          free_gb, m_chain.cache.root.string(), min_free);
-      skip(note);
-      m_console.note(fmt::format("stage {}: salvage {}", stage.name, note));
-      return;
-    }
-  }
-  std::filesystem::path scratch = m_folder.path() / "salvage" / stage.name;
-  m_folder.log(fmt::format("stage {}: salvage re-drives {} target(s) so their cache export "
-                           "lands in {}: {}",
-                           stage.name, targets.size(), request.cache_slug.string(),
-                           join(targets, ", ")));
-  m_console.note(
-      fmt::format("stage {}: salvaging the cache export of {}", stage.name, join(targets, ", ")));
-  auto timeout =
-      std::chrono::milliseconds(static_cast<long>(m_chain.cache.salvage_target_timeout_s * 1000));
-  for (const auto& target : targets) {
-    BuildRequest redrive = request;
-    redrive.target = target;
-    // Only the local export matters here; a registry that failed the build stays out, and the
-    // image goes to scratch, never over the stage's last good one.
-    redrive.drop_registry_cache = true;
-    redrive.pushed.clear();
-    redrive.layout = scratch / target;
-    redrive.metadata = scratch / (target + ".metadata.json");
-    SalvageRecord entry;
-    entry.target = target;
-    entry.log = fmt::format("stages/{}.salvage-{}.log", stage.name, target);
-    Clock::time_point start = Clock::now();
-    AttemptOutcome outcome =
-        run_attempt(m_engine, redrive, m_folder.path() / entry.log, {}, timeout);
-    entry.seconds = seconds_since(start);
-    entry.verdict = outcome.exit.ok()          ? "ok"
-                    : outcome.exit.timed_out   ? "timed-out"
-                    : outcome.exit.interrupted ? "interrupted"
-                                               : "failed";
-    record.salvage.push_back(entry);
-    m_folder.log(fmt::format("stage {}: salvage of target {}: {} in {:.1f}s (exit {})", stage.name,
-                             target, entry.verdict, entry.seconds, outcome.exit.status_code()));
-    save();
-    if (outcome.exit.interrupted || interrupt_signal() != 0) {
-      break;
-    }
-  }
-  std::error_code ignored;
-  std::filesystem::remove_all(scratch, ignored);
 }
 
 int Run::execute(const std::vector<const Stage*>& stages,

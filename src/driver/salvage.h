@@ -1,8 +1,14 @@
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "chain/chain.h"
+#include "driver/console.h"
+#include "driver/records.h"
+#include "engine/engine.h"
 
 namespace kiln {
 
@@ -11,5 +17,24 @@ namespace kiln {
 /// pure cache hit and only lands its cache export. A stage that did not finish would compile.
 std::vector<std::string> salvage_targets(std::string_view dockerfile_text,
                                          const std::vector<std::string>& finished_stages);
+
+/// What a salvage needs from the run it belongs to.
+struct SalvageContext {
+  const Chain& chain;
+  const Engine& engine;
+  RunFolder& folder;
+  Console& console;
+  bool disabled;              // --no-salvage
+  std::function<void()> save; // rewrite the manifest after each re-drive
+};
+
+/// After `stage` failed: when it has a local cache tier, re-drive each of its finished named
+/// targets (salvage_targets) with nothing registry-facing and the image to scratch, so their
+/// local exports land; each bounded by `salvage_target_timeout_s`, skipped (and said why in
+/// `record.salvage_note`) below `salvage_min_free_gb` of free space or when disabled.
+void salvage_failed_build(const SalvageContext& context, const Stage& stage,
+                          const BuildRequest& request,
+                          const std::vector<std::string>& finished_build_stages,
+                          StageRecord& record);
 
 } // namespace kiln
