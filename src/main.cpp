@@ -3,6 +3,7 @@
 #include "cli/cache_command.h"
 #include "cli/disk_command.h"
 #include "cli/gate_command.h"
+#include "cli/lint_command.h"
 #include "cli/resources_command.h"
 #include "cli/run_command.h"
 #include "driver/run_loop.h"
@@ -21,6 +22,8 @@ int main(int argc, char** argv) {
   kiln::add_disk_command(app, disk_args, disk_status, disk_reclaim);
   kiln::GateArgs gate_args;
   CLI::App* image_env_gate = kiln::add_gate_command(app, gate_args);
+  kiln::LintArgs lint_args;
+  CLI::App* lint = kiln::add_lint_command(app, lint_args);
   std::string resources_csv;
   CLI::App* summarize = kiln::add_resources_command(app, resources_csv);
   try {
@@ -42,6 +45,9 @@ int main(int argc, char** argv) {
   }
   if (disk_reclaim->parsed()) {
     return kiln::disk_reclaim_command(disk_args);
+  }
+  if (lint->parsed()) {
+    return kiln::lint_command(lint_args);
   }
   if (image_env_gate->parsed()) {
     return kiln::image_env_gate_command(gate_args);

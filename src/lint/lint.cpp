@@ -1,0 +1,361 @@
+#include "lint/lint.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "lint/rules.h"
+
+namespace kiln {
+namespace {
+
+struct RuleInfo {
+  std::string_view id;
+  std::string_view description;
+};
+
+constexpr std::array k_rules = {
+    RuleInfo{"leak-env-name", "ENV sets a build-host cache or credential variable"},
+    RuleInfo{"leak-address", "ENV value or ARG default points at a private or link-local address"},
+    RuleInfo{"leak-env-expansion", "ENV copies a build-host variable under another name"},
+    RuleInfo{"arg-scope", "variable is declared by ARG only outside this stage and expands empty"},
+    RuleInfo{"cache-arg-missing", "compile-cache mount in a stage without the cache endpoint ARG"},
+    RuleInfo{"whole-dir-mount", "a per-file-only directory is mounted or copied whole"},
+    RuleInfo{"suppression-without-reason", "kiln-lint suppression without a reason"},
+    RuleInfo{"parse-error", "the Dockerfile does not parse"},
+};
+
+constexpr std::string_view k_suppress_marker = "kiln-lint";
+
+bool is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\r';
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_blank(s.front())) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && is_blank(s.back())) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    auto end = text.find('\n', begin);
+    if (end == std::string_view::npos) {
+      if (begin < text.size()) {
+        lines.push_back(text.substr(begin));
+      }
+      break;
+    }
+    auto line = text.substr(begin, end - begin);
+    if (!line.empty() && line.back() == '\r') {
+      line.remove_suffix(1);
+    }
+    lines.push_back(line);
+    begin = end + 1;
+  }
+  return lines;
+}
+
+std::string_view line_at(std::string_view text, int line) {
+  auto lines = split_lines(text);
+  if (line < 1 || line > static_cast<int>(lines.size())) {
+    return {};
+  }
+  return lines[static_cast<std::size_t>(line - 1)];
+}
+
+struct Suppression {
+  std::set<std::string> rules;
+  bool has_reason = false;
+  int column = 0;
+};
+
+// `# kiln-lint ignore=a,b reason=some text`; nullopt when the comment is not a suppression.
+std::optional<Suppression> parse_suppression(std::string_view line) {
+  auto hash = line.find_first_not_of(" \t");
+  if (hash == std::string_view::npos || line[hash] != '#') {
+    return std::nullopt;
+  }
+  auto body = trim(line.substr(hash + 1));
+  if (body.substr(0, k_suppress_marker.size()) != k_suppress_marker) {
+    return std::nullopt;
+  }
+  body.remove_prefix(k_suppress_marker.size());
+  // `kiln-linter` or `kiln-lint:` is some other comment, not a suppression.
+  if (!body.empty() && !is_blank(body.front())) {
+    return std::nullopt;
+  }
+  body = trim(body);
+  Suppression s;
+  s.column = static_cast<int>(hash) + 1;
+  constexpr std::string_view k_ignore = "ignore=";
+  constexpr std::string_view k_reason = "reason=";
+  if (body.substr(0, k_ignore.size()) != k_ignore) {
+    return s;
+  }
+  body.remove_prefix(k_ignore.size());
+  auto end = body.find_first_of(" \t");
+  auto ids = body.substr(0, end);
+  for (std::size_t pos = 0; pos <= ids.size();) {
+    auto comma = ids.find(',', pos);
+    auto id = ids.substr(pos, comma == std::string_view::npos ? ids.npos : comma - pos);
+    if (!id.empty()) {
+      s.rules.emplace(id);
+    }
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    pos = comma + 1;
+  }
+  auto rest = end == std::string_view::npos ? std::string_view{} : trim(body.substr(end));
+  s.has_reason =
+      rest.substr(0, k_reason.size()) == k_reason && !trim(rest.substr(k_reason.size())).empty();
+  return s;
+}
+
+std::vector<LintFinding> all_findings(const std::vector<LintResult>& results) {
+  std::vector<LintFinding> out;
+  for (const auto& result : results) {
+    if (result.parse_error) {
+      out.push_back(*result.parse_error);
+    }
+    out.insert(out.end(), result.findings.begin(), result.findings.end());
+  }
+  return out;
+}
+
+} // namespace
+
+LintFinding make_finding(const LintContext& ctx, const Instruction& ins, std::string_view needle,
+                         std::string rule, std::string message, int from_column) {
+  LintFinding f{ctx.file, ins.start.line, ins.start.column, std::move(rule), std::move(message)};
+  auto line = line_at(ctx.text, ins.start.line);
+  auto from = static_cast<std::size_t>(std::max(from_column, 1) - 1);
+  if (!needle.empty() && from <= line.size()) {
+    if (auto pos = line.find(needle, from); pos != std::string_view::npos) {
+      f.column = static_cast<int>(pos) + 1;
+    }
+  }
+  return f;
+}
+
+std::vector<std::string> shell_variable_refs(std::string_view script) {
+  std::vector<std::string> names;
+  auto is_start = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+  auto is_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  bool in_double = false;
+  for (std::size_t i = 0; i < script.size(); ++i) {
+    char c = script[i];
+    if (c == '\\') {
+      ++i;
+      continue;
+    }
+    if (c == '"') {
+      in_double = !in_double;
+      continue;
+    }
+    if (c == '\'' && !in_double) {
+      auto close = script.find('\'', i + 1);
+      if (close == std::string_view::npos) {
+        break;
+      }
+      i = close;
+      continue;
+    }
+    if (c != '$' || i + 1 >= script.size()) {
+      continue;
+    }
+    std::size_t begin = i + 1;
+    if (script[begin] == '{') {
+      ++begin;
+    }
+    if (begin >= script.size() || !is_start(script[begin])) {
+      continue;
+    }
+    auto end = begin;
+    while (end < script.size() && is_name(script[end])) {
+      ++end;
+    }
+    std::string name(script.substr(begin, end - begin));
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      names.push_back(std::move(name));
+    }
+    i = end - 1;
+  }
+  return names;
+}
+
+std::map<std::string, std::string> parse_mount(std::string_view value) {
+  std::map<std::string, std::string> out;
+  std::size_t pos = 0;
+  while (pos <= value.size()) {
+    auto comma = value.find(',', pos);
+    auto item = value.substr(pos, comma == std::string_view::npos ? value.npos : comma - pos);
+    auto eq = item.find('=');
+    std::string key(item.substr(0, eq));
+    std::transform(key.begin(), key.end(), key.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    if (!key.empty()) {
+      out[key] = eq == std::string_view::npos ? "" : std::string(item.substr(eq + 1));
+    }
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::vector<std::vector<const Instruction*>> split_stages(const Dockerfile& df) {
+  std::vector<std::vector<const Instruction*>> stages;
+  for (const auto& ins : df.instructions) {
+    if (ins.keyword == "from") {
+      stages.emplace_back();
+    }
+    if (!stages.empty()) {
+      stages.back().push_back(&ins);
+    }
+  }
+  return stages;
+}
+
+LintResult lint_dockerfile(const std::string& file_name, std::string_view text,
+                           const LintOptions& options) {
+  LintResult result;
+  auto parsed = parse_dockerfile(text);
+  if (!parsed) {
+    result.parse_error =
+        LintFinding{file_name, parsed.error().pos.line, std::max(parsed.error().pos.column, 1),
+                    "parse-error", parsed.error().message};
+    return result;
+  }
+  LintContext ctx{file_name, *parsed, text, options};
+  std::vector<LintFinding> findings;
+  check_leak_env_name(ctx, findings);
+  check_leak_address(ctx, findings);
+  check_leak_env_expansion(ctx, findings);
+  check_arg_scope(ctx, findings);
+  check_cache_arg_missing(ctx, findings);
+  check_whole_dir_mount(ctx, findings);
+
+  // Suppressions bind to the instruction starting on the next line; findings carry that line.
+  auto lines = split_lines(text);
+  std::map<int, Suppression> by_line;
+  for (const auto& ins : parsed->instructions) {
+    int above = ins.start.line - 1;
+    if (above < 1 || above > static_cast<int>(lines.size())) {
+      continue;
+    }
+    auto s = parse_suppression(lines[static_cast<std::size_t>(above - 1)]);
+    if (!s) {
+      continue;
+    }
+    if (!s->has_reason) {
+      findings.push_back({file_name, above, s->column, "suppression-without-reason",
+                          "a kiln-lint suppression needs `reason=<why this is safe>`; without "
+                          "one it suppresses nothing"});
+      continue;
+    }
+    by_line[ins.start.line] = std::move(*s);
+  }
+  for (auto& f : findings) {
+    auto it = by_line.find(f.line);
+    if (it != by_line.end() && it->second.rules.count(f.rule) != 0) {
+      ++result.suppressed;
+      continue;
+    }
+    result.findings.push_back(std::move(f));
+  }
+  std::stable_sort(result.findings.begin(), result.findings.end(),
+                   [](const LintFinding& a, const LintFinding& b) {
+                     return std::pair{a.line, a.column} < std::pair{b.line, b.column};
+                   });
+  return result;
+}
+
+std::string render_tty(const LintResult& result, std::string_view text) {
+  // format_diagnostic rereads the file and labels everything `error:`; the linter has the
+  // text in hand and names the rule instead, so it draws the same caret itself.
+  std::string out;
+  auto render = [&](const LintFinding& f) {
+    out += fmt::format("{}:{}:{}: {}: {}\n", f.file, f.line, f.column, f.rule, f.message);
+    auto line = line_at(text, f.line);
+    if (line.empty()) {
+      return;
+    }
+    out += fmt::format("  {}\n", line);
+    std::string pad;
+    for (int i = 0; i + 1 < f.column && i < static_cast<int>(line.size()); ++i) {
+      pad += line[static_cast<std::size_t>(i)] == '\t' ? '\t' : ' ';
+    }
+    out += fmt::format("  {}^\n", pad);
+  };
+  if (result.parse_error) {
+    render(*result.parse_error);
+  }
+  for (const auto& f : result.findings) {
+    render(f);
+  }
+  return out;
+}
+
+std::string render_json(const std::vector<LintResult>& results) {
+  auto out = nlohmann::json::array();
+  for (const auto& f : all_findings(results)) {
+    out.push_back({{"file", f.file},
+                   {"line", f.line},
+                   {"column", f.column},
+                   {"rule", f.rule},
+                   {"message", f.message}});
+  }
+  return out.dump(2);
+}
+
+std::string render_sarif(const std::vector<LintResult>& results) {
+  auto rules = nlohmann::json::array();
+  for (const auto& rule : k_rules) {
+    rules.push_back({{"id", rule.id}, {"shortDescription", {{"text", rule.description}}}});
+  }
+  auto sarif_results = nlohmann::json::array();
+  for (const auto& f : all_findings(results)) {
+    nlohmann::json region = {{"startLine", std::max(f.line, 1)},
+                             {"startColumn", std::max(f.column, 1)}};
+    sarif_results.push_back(
+        {{"ruleId", f.rule},
+         {"level", "error"},
+         {"message", {{"text", f.message}}},
+         {"locations",
+          {{{"physicalLocation",
+             {{"artifactLocation", {{"uri", f.file}}}, {"region", region}}}}}}});
+  }
+  nlohmann::json doc = {{"version", "2.1.0"},
+                        {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
+                        {"runs",
+                         {{{"tool", {{"driver", {{"name", "kiln-lint"}, {"rules", rules}}}}},
+                           {"results", sarif_results}}}}};
+  return doc.dump(2);
+}
+
+int lint_exit_code(const std::vector<LintResult>& results) {
+  bool any_finding = false;
+  for (const auto& result : results) {
+    if (result.parse_error) {
+      return 2;
+    }
+    any_finding = any_finding || !result.findings.empty();
+  }
+  return any_finding ? 1 : 0;
+}
+
+} // namespace kiln

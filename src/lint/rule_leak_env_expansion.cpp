@@ -1,0 +1,39 @@
+#include <fmt/format.h>
+
+#include "gates/image_env.h"
+#include "lint/rules.h"
+
+namespace kiln {
+
+// `ENV CACHE=${SCCACHE_WEBDAV_ENDPOINT}` launders a build-host value past a name check: the
+// image's ENV carries the endpoint under a name nobody refuses.
+void check_leak_env_expansion(const LintContext& ctx, std::vector<LintFinding>& out) {
+  for (const auto& ins : ctx.dockerfile.instructions) {
+    if (ins.keyword != "env") {
+      continue;
+    }
+    for (std::size_t i = 0; i + 1 < ins.args.size(); i += 2) {
+      const auto& name = ins.args[i];
+      // The name itself is already refused by leak-env-name; one finding per fault.
+      if (build_host_name(name, ctx.options.extra_names)) {
+        continue;
+      }
+      // With no variables set, every reference comes back as unset: exactly the names used.
+      for (const auto& used : expand_words(ins.args[i + 1], {}, ctx.dockerfile.escape).unset) {
+        auto pattern = build_host_name(used, ctx.options.extra_names);
+        if (!pattern || used == name) {
+          continue;
+        }
+        auto braced = make_finding(ctx, ins, "${" + used, "", "");
+        std::string needle = braced.column != ins.start.column ? "${" + used : "$" + used;
+        out.push_back(make_finding(
+            ctx, ins, needle, "leak-env-expansion",
+            fmt::format("ENV {} copies {} (a build-host setting, matches {}) into the image "
+                        "under another name; use the ARG in RUN only, never in ENV",
+                        name, used, *pattern)));
+      }
+    }
+  }
+}
+
+} // namespace kiln

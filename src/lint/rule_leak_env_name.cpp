@@ -1,0 +1,32 @@
+#include <fmt/format.h>
+
+#include "gates/image_env.h"
+#include "lint/rules.h"
+
+namespace kiln {
+
+// The image-env gate refuses these names in a built image; catching them in the Dockerfile
+// fails before a long build instead of after it.
+void check_leak_env_name(const LintContext& ctx, std::vector<LintFinding>& out) {
+  for (const auto& ins : ctx.dockerfile.instructions) {
+    if (ins.keyword != "env") {
+      continue;
+    }
+    for (std::size_t i = 0; i + 1 < ins.args.size(); i += 2) {
+      const auto& name = ins.args[i];
+      auto pattern = build_host_name(name, ctx.options.extra_names);
+      if (!pattern) {
+        continue;
+      }
+      out.push_back(make_finding(
+          ctx, ins, name, "leak-env-name",
+          fmt::format("{} is a build-host setting (matches {}): the image would point every "
+                      "consumer at the builder's cache or credentials; pass it as an ARG or a "
+                      "build secret (RUN --mount=type=secret), never ENV",
+                      name, *pattern),
+          ins.start.column + static_cast<int>(ins.keyword.size())));
+    }
+  }
+}
+
+} // namespace kiln

@@ -1,0 +1,42 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dockerfile/parser.h"
+#include "lint/lint.h"
+
+namespace kiln {
+
+struct LintContext {
+  const std::string& file;
+  const Dockerfile& dockerfile;
+  std::string_view text;
+  const LintOptions& options;
+};
+
+/// A finding on `ins`'s start line, at the first `needle` on that line (searched from
+/// `from_column`), else at the keyword: continuation lines and heredocs have no single column.
+LintFinding make_finding(const LintContext& ctx, const Instruction& ins, std::string_view needle,
+                         std::string rule, std::string message, int from_column = 1);
+
+/// Names a shell script expands with `$NAME` or `${NAME...}`, first-seen order, unique.
+/// Single-quoted text and `\$` expand nothing, so they are skipped.
+std::vector<std::string> shell_variable_refs(std::string_view script);
+
+/// `type=cache,target=/x` as a map; keys lower-case, `src`/`dst`/`destination` kept as written.
+std::map<std::string, std::string> parse_mount(std::string_view value);
+
+/// Instructions grouped by stage; instructions before the first FROM are not in any stage.
+std::vector<std::vector<const Instruction*>> split_stages(const Dockerfile& df);
+
+void check_leak_env_name(const LintContext& ctx, std::vector<LintFinding>& out);
+void check_leak_address(const LintContext& ctx, std::vector<LintFinding>& out);
+void check_leak_env_expansion(const LintContext& ctx, std::vector<LintFinding>& out);
+void check_arg_scope(const LintContext& ctx, std::vector<LintFinding>& out);
+void check_cache_arg_missing(const LintContext& ctx, std::vector<LintFinding>& out);
+void check_whole_dir_mount(const LintContext& ctx, std::vector<LintFinding>& out);
+
+} // namespace kiln

@@ -1,0 +1,61 @@
+// `kiln lint` as a user runs it: findings with their position and a caret, exit codes, formats.
+#include <gtest/gtest.h>
+
+#include "kiln_harness.h"
+
+namespace kiln::testing {
+namespace {
+
+std::string lint_fixture(const std::string& name) {
+  return std::string(KILN_TEST_FIXTURES) + "/lint/" + name;
+}
+
+TEST(LintCli, TheDemoChainIsCleanAndABadFileNamesEachFinding) {
+  ChainDir dir;
+  std::string stages = std::string(KILN_SOURCE_DIR) + "/examples/hello/stages/";
+  KilnResult clean = dir.kiln({"lint", stages + "base.Dockerfile", stages + "toolchain.Dockerfile",
+                               stages + "libs.Dockerfile", stages + "final.Dockerfile",
+                               stages + "smoke.Dockerfile"});
+  EXPECT_EQ(clean.exit_code, 0) << clean.output;
+
+  std::string bad = lint_fixture("leak-env-name-bad.Dockerfile");
+  KilnResult found = dir.kiln({"lint", bad});
+  EXPECT_EQ(found.exit_code, 1);
+  EXPECT_NE(found.output.find(bad + ":2:5: leak-env-name: SCCACHE_WEBDAV_ENDPOINT"),
+            std::string::npos)
+      << found.output;
+  EXPECT_NE(found.output.find("\n      ^\n"), std::string::npos) << found.output;
+
+  KilnResult sarif = dir.kiln({"lint", "--format", "sarif", bad});
+  EXPECT_EQ(sarif.exit_code, 1);
+  auto doc = nlohmann::json::parse(sarif.output);
+  EXPECT_EQ(doc["version"], "2.1.0");
+  EXPECT_EQ(doc["runs"][0]["results"][0]["ruleId"], "leak-env-name");
+  EXPECT_EQ(doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"],
+            2);
+
+  KilnResult json = dir.kiln({"lint", "--format", "json", bad});
+  EXPECT_EQ(nlohmann::json::parse(json.output)[0]["rule"], "leak-env-name");
+
+  // A chain's own build-host names.
+  dir.write("mine.Dockerfile", "FROM scratch\nENV MYCORP_CACHE_URL=https://cache.example\n");
+  EXPECT_EQ(dir.kiln({"lint", "mine.Dockerfile"}).exit_code, 0);
+  EXPECT_EQ(dir.kiln({"lint", "mine.Dockerfile", "--name", "MYCORP_CACHE_*"}).exit_code, 1);
+}
+
+TEST(LintCli, AParseErrorOrAMissingFileIsExitTwo) {
+  ChainDir dir;
+  dir.write("broken.Dockerfile", "FROM scratch\nFOO bar\n");
+  KilnResult broken = dir.kiln({"lint", "broken.Dockerfile"});
+  EXPECT_EQ(broken.exit_code, 2);
+  EXPECT_NE(broken.output.find("broken.Dockerfile:2:1: parse-error: unknown instruction: FOO"),
+            std::string::npos)
+      << broken.output;
+  KilnResult missing = dir.kiln({"lint", "nowhere.Dockerfile"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.output.find("cannot read nowhere.Dockerfile"), std::string::npos)
+      << missing.output;
+}
+
+} // namespace
+} // namespace kiln::testing

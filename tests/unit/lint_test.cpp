@@ -1,0 +1,168 @@
+#include "lint/lint.h"
+
+#include <fstream>
+#include <sstream>
+#include <tuple>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace kiln {
+namespace {
+
+using Expected = std::tuple<std::string, int, int>; // rule, line, column
+
+std::string read_fixture(const std::string& name) {
+  std::ifstream in(std::string(KILN_TEST_FIXTURES) + "/lint/" + name, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  EXPECT_TRUE(in.good() || in.eof()) << name;
+  return buffer.str();
+}
+
+LintOptions test_options() {
+  LintOptions options;
+  options.per_file_dirs = {"ci/scripts"};
+  return options;
+}
+
+LintResult lint_fixture(const std::string& name) {
+  return lint_dockerfile(name, read_fixture(name), test_options());
+}
+
+std::vector<Expected> positions(const LintResult& result) {
+  std::vector<Expected> out;
+  for (const auto& f : result.findings) {
+    out.emplace_back(f.rule, f.line, f.column);
+  }
+  return out;
+}
+
+struct RuleCase {
+  std::string rule;
+  std::vector<Expected> bad;
+};
+
+class LintRuleTest : public ::testing::TestWithParam<RuleCase> {};
+
+TEST_P(LintRuleTest, BadFileYieldsExactlyTheExpectedFindings) {
+  const auto& c = GetParam();
+  auto result = lint_fixture(c.rule + "-bad.Dockerfile");
+  ASSERT_FALSE(result.parse_error);
+  EXPECT_EQ(positions(result), c.bad);
+  EXPECT_EQ(lint_exit_code({result}), 1);
+}
+
+TEST_P(LintRuleTest, GoodFileYieldsNothing) {
+  auto result = lint_fixture(GetParam().rule + "-good.Dockerfile");
+  ASSERT_FALSE(result.parse_error);
+  EXPECT_EQ(positions(result), std::vector<Expected>{});
+  EXPECT_EQ(lint_exit_code({result}), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    LintRules, LintRuleTest,
+    ::testing::Values(
+        RuleCase{"leak-env-name", {{"leak-env-name", 2, 5}, {"leak-env-name", 3, 38}}},
+        RuleCase{"leak-address",
+                 {{"leak-address", 1, 19}, {"leak-address", 3, 22}, {"leak-address", 4, 26}}},
+        RuleCase{"leak-env-expansion",
+                 {{"leak-env-expansion", 4, 15}, {"leak-env-expansion", 5, 12}}},
+        RuleCase{"arg-scope", {{"arg-scope", 4, 26}, {"arg-scope", 6, 12}, {"arg-scope", 7, 28}}},
+        RuleCase{"cache-arg-missing", {{"cache-arg-missing", 5, 5}}},
+        RuleCase{"whole-dir-mount", {{"whole-dir-mount", 2, 30}, {"whole-dir-mount", 3, 6}}}),
+    [](const ::testing::TestParamInfo<RuleCase>& info) {
+      std::string name;
+      for (char c : info.param.rule) {
+        name += c == '-' ? '_' : c;
+      }
+      return name;
+    });
+
+TEST(LintSuppression, ReasonSuppressesAndMissingReasonIsAFinding) {
+  auto result = lint_fixture("suppressed.Dockerfile");
+  ASSERT_FALSE(result.parse_error);
+  // Lines 3 and 5 are suppressed with reasons (three findings); line 6 has no reason, so it
+  // is reported and suppresses nothing.
+  EXPECT_EQ(result.suppressed, 3);
+  EXPECT_EQ(positions(result),
+            (std::vector<Expected>{{"suppression-without-reason", 6, 1}, {"leak-address", 7, 18}}));
+}
+
+TEST(LintSuppression, OnlyTheListedRulesAreSuppressed) {
+  auto result = lint_dockerfile("x",
+                                "FROM alpine\n"
+                                "# kiln-lint ignore=leak-address reason=lab\n"
+                                "ENV SCCACHE_BUCKET=b\n",
+                                test_options());
+  EXPECT_EQ(result.suppressed, 0);
+  EXPECT_EQ(positions(result), (std::vector<Expected>{{"leak-env-name", 3, 5}}));
+}
+
+TEST(LintParseError, ExitsTwoWithItsPosition) {
+  std::string text = "FROM alpine\nRUN echo ok\nFROM\n";
+  auto result = lint_dockerfile("broken.Dockerfile", text, test_options());
+  ASSERT_TRUE(result.parse_error);
+  EXPECT_EQ(result.parse_error->rule, "parse-error");
+  EXPECT_EQ(result.parse_error->line, 3);
+  EXPECT_EQ(result.parse_error->column, 1);
+  EXPECT_TRUE(result.findings.empty());
+  auto good = lint_fixture("leak-env-name-bad.Dockerfile");
+  EXPECT_EQ(lint_exit_code({good, result}), 2);
+  EXPECT_EQ(lint_exit_code({}), 0);
+  EXPECT_NE(render_tty(result, text).find("broken.Dockerfile:3:1: parse-error: "),
+            std::string::npos);
+}
+
+TEST(LintRender, TtyShowsLineAndCaret) {
+  std::string text = read_fixture("leak-env-name-bad.Dockerfile");
+  auto result = lint_dockerfile("leak-env-name-bad.Dockerfile", text, test_options());
+  auto out = render_tty(result, text);
+  EXPECT_NE(out.find("leak-env-name-bad.Dockerfile:2:5: leak-env-name: SCCACHE_WEBDAV_ENDPOINT"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("  ENV SCCACHE_WEBDAV_ENDPOINT=http://cache.example.com\n      ^\n"),
+            std::string::npos)
+      << out;
+}
+
+TEST(LintRender, JsonHasEveryFinding) {
+  auto result = lint_fixture("leak-address-bad.Dockerfile");
+  auto json = nlohmann::json::parse(render_json({result}));
+  ASSERT_TRUE(json.is_array());
+  ASSERT_EQ(json.size(), 3U);
+  EXPECT_EQ(json[0]["file"], "leak-address-bad.Dockerfile");
+  EXPECT_EQ(json[0]["line"], 1);
+  EXPECT_EQ(json[0]["column"], 19);
+  EXPECT_EQ(json[0]["rule"], "leak-address");
+  EXPECT_TRUE(json[0]["message"].is_string());
+}
+
+TEST(LintRender, SarifHasTheMinimalShape) {
+  auto bad = lint_fixture("cache-arg-missing-bad.Dockerfile");
+  auto broken = lint_dockerfile("broken", "FROM\n", test_options());
+  auto sarif = nlohmann::json::parse(render_sarif({bad, broken}));
+  EXPECT_EQ(sarif["version"], "2.1.0");
+  EXPECT_TRUE(sarif["$schema"].is_string());
+  const auto& run = sarif["runs"][0];
+  EXPECT_EQ(run["tool"]["driver"]["name"], "kiln-lint");
+  bool has_rule = false;
+  for (const auto& rule : run["tool"]["driver"]["rules"]) {
+    EXPECT_TRUE(rule["shortDescription"]["text"].is_string());
+    has_rule = has_rule || rule["id"] == "cache-arg-missing";
+  }
+  EXPECT_TRUE(has_rule);
+  ASSERT_EQ(run["results"].size(), 2U);
+  const auto& r = run["results"][0];
+  EXPECT_EQ(r["ruleId"], "cache-arg-missing");
+  EXPECT_EQ(r["level"], "error");
+  EXPECT_TRUE(r["message"]["text"].is_string());
+  const auto& loc = r["locations"][0]["physicalLocation"];
+  EXPECT_EQ(loc["artifactLocation"]["uri"], "cache-arg-missing-bad.Dockerfile");
+  EXPECT_EQ(loc["region"]["startLine"], 5);
+  EXPECT_EQ(loc["region"]["startColumn"], 5);
+  EXPECT_EQ(run["results"][1]["ruleId"], "parse-error");
+}
+
+} // namespace
+} // namespace kiln
