@@ -26,12 +26,6 @@ std::optional<BuildkitVersion> find_version(std::string_view text) {
   return std::nullopt;
 }
 
-std::string last_line(std::string_view text) {
-  text = trim(text);
-  size_t newline = text.rfind('\n');
-  return std::string(newline == std::string_view::npos ? text : text.substr(newline + 1));
-}
-
 /// What one option of kiln's argv needs from buildctl (the client) or buildkitd (the daemon).
 struct Requirement {
   const char* what;
@@ -137,11 +131,10 @@ tl::expected<std::string, std::string> BuildkitEngine::version() const {
   }
   // "buildctl github.com/moby/buildkit v0.11.6 2951a28c..."
   auto client_version = find_version(*client);
-  std::string output;
-  ProcessExit exit = run_process({command({"debug", "info"}), {}, {}},
-                                 [&](std::string_view chunk) { output += chunk; });
-  if (!exit.ok()) {
-    std::string said = exit.spawn_error.empty() ? last_line(output) : exit.spawn_error;
+  CapturedRun info = run_captured(command({"debug", "info"}));
+  std::string output = info.output;
+  if (!info.exit.ok()) {
+    std::string said = info.failure();
     // v0.10 and older have no Info call: reachable, but too old for kiln's stage handoff.
     if (said.find("Unimplemented") == std::string::npos &&
         said.find("unknown method") == std::string::npos) {
