@@ -120,8 +120,8 @@ std::vector<std::string> check_outside_needs(const std::vector<const Stage*>& st
         problems.push_back(error_line(fmt::format(
             "stage '{}' needs '{}', which this run does not build, and {} has no image of it "
             "from an earlier run ({}); build it first (kiln run --only {}) or widen the selection",
-            stages[i]->name, context.name, engine.name(),
-            engine.name() == "buildah" ? context.image : context.metadata.string(), context.name)));
+            stages[i]->name, context.name, engine.name(), engine.stage_image_place(context),
+            context.name)));
       }
     }
   }

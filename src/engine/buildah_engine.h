@@ -14,6 +14,9 @@ public:
   tl::expected<std::string, std::string> version() const override;
   std::vector<std::string> build_argv(const BuildRequest& request) const override;
   bool has_stage_image(const NamedContext& context) const override;
+  std::string stage_image_place(const NamedContext& context) const override {
+    return context.image;
+  }
   std::unique_ptr<BuildOutput> read_output() const override;
 
 private:

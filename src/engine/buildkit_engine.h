@@ -41,6 +41,9 @@ public:
                                        const std::string& version) const override;
   std::vector<std::string> build_argv(const BuildRequest& request) const override;
   bool has_stage_image(const NamedContext& context) const override;
+  std::string stage_image_place(const NamedContext& context) const override {
+    return context.metadata.string();
+  }
   std::unique_ptr<BuildOutput> read_output() const override;
   std::string built_image(const BuildRequest& request,
                           const BuildProgress& progress) const override;

@@ -121,6 +121,9 @@ public:
   /// Whether an earlier run left the image a later stage would be handed as `context`.
   virtual bool has_stage_image(const NamedContext& context) const = 0;
 
+  /// Where has_stage_image() looks, for a message that says what is missing.
+  virtual std::string stage_image_place(const NamedContext& context) const = 0;
+
   /// A reader for one build's output.
   virtual std::unique_ptr<BuildOutput> read_output() const = 0;
 
