@@ -75,8 +75,30 @@ struct ResourceSettings {
   double mem_per_job_gb = 2;
 };
 
+/// What a stage is for: `build` makes an image; `smoke` builds against the image it needs to run
+/// tests, and its output must report results that meet the chain's coverage floors.
+enum class StageKind { build, smoke };
+
+/// What the gates check beyond their built-in rules ([gates] and [smoke] in the chain file).
+struct GateSettings {
+  std::vector<std::string> host_env_names;      // more build-host names, NAME or PREFIX*
+  std::vector<std::string> cache_mount_targets; // empty: the linter's defaults
+  std::string cache_endpoint_arg;               // empty: the linter's default
+  std::vector<std::string> per_file_only_dirs;  // as written, relative to a stage's context
+  /// The stage whose image is published: graded before anything leaves the host. Default: the
+  /// last build stage in file order.
+  std::string final_stage;
+  SourcePos final_pos;
+  // Coverage floors of every smoke stage: a gate that asserted nothing must never print green.
+  int min_passed = 1;
+  int max_skipped = 0;
+};
+
 struct Stage {
   std::string name;
+  StageKind kind = StageKind::build;
+  /// Grade the built image's Env like the final image's (the final stage is always graded).
+  bool gate_image_env = false;
   SourcePos pos;                    // of the [[stage]] table
   std::filesystem::path dockerfile; // absolute
   std::filesystem::path context;    // absolute
@@ -117,6 +139,7 @@ struct Chain {
   CachePolicy cache;
   DiskSettings disk;
   ResourceSettings resources;
+  GateSettings gates;
   std::filesystem::path versions_file; // absolute; empty when the chain names none
   std::filesystem::path records;       // absolute
   KeyValues versions;                  // pins from versions_file, in file order

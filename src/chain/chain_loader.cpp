@@ -29,13 +29,18 @@ const std::vector<std::string> k_engines = {"buildah", "buildkit"};
 const std::vector<std::string> k_isolations = {"chroot", "oci", "rootless"};
 
 const std::vector<std::string> k_top_keys = {"chain", "engine", "defaults",  "transient",
-                                             "cache", "disk",   "resources", "stage"};
+                                             "cache", "disk",   "resources", "gates",
+                                             "smoke", "stage"};
+const std::vector<std::string> k_gates_keys = {"host_env_names", "cache_mount_targets",
+                                               "cache_endpoint_arg", "per_file_only_dirs"};
+const std::vector<std::string> k_smoke_keys = {"min_passed", "max_skipped"};
 const std::vector<std::string> k_disk_keys = {
     "path",       "need_gb",          "guard_gb",        "floor_gb",
     "keep_slugs", "buildkit_keep_gb", "watch_interval_s"};
 const std::vector<std::string> k_resources_keys = {"sample_interval_s", "host_reserve_gb",
                                                    "memory_limit_gb", "mem_per_job_gb"};
-const std::vector<std::string> k_chain_keys = {"name", "engine", "versions", "records", "registry"};
+const std::vector<std::string> k_chain_keys = {"name",    "engine",   "versions",
+                                               "records", "registry", "final"};
 const std::vector<std::string> k_engine_keys = {"buildah", "buildkit"};
 const std::vector<std::string> k_buildkit_keys = {"host"};
 const std::vector<std::string> k_cache_keys = {"local",
@@ -48,10 +53,10 @@ const std::vector<std::string> k_buildah_keys = {"isolation"};
 const std::vector<std::string> k_defaults_keys = {"attempts", "cooldown_s", "cooldown_max_s"};
 const std::vector<std::string> k_transient_keys = {"name", "patterns", "retry_despite_identical"};
 const std::vector<std::string> k_stage_keys = {
-    "name",          "dockerfile",    "context",    "target",   "tag",
-    "needs",         "build_args",    "secrets",    "attempts", "min_compile_requests",
-    "lane",          "cache_local",   "cache_from", "cache_to", "snapshot_cache_to",
-    "disk_floor_gb", "mem_per_job_gb"};
+    "name",          "dockerfile",     "context",    "target",        "tag",
+    "needs",         "build_args",     "secrets",    "attempts",      "min_compile_requests",
+    "lane",          "cache_local",    "cache_from", "cache_to",      "snapshot_cache_to",
+    "disk_floor_gb", "mem_per_job_gb", "kind",       "gate_image_env"};
 const char* const k_attempts_hint = "1 means a single attempt and no retry";
 const std::vector<std::string> k_secret_keys = {"id", "env", "file"};
 
@@ -185,6 +190,14 @@ private:
   void read_cache(const toml::table& root);
   void read_disk(const toml::table& root);
   void read_resources(const toml::table& root);
+  void read_gates(const toml::table& root);
+  void read_smoke(const toml::table& root);
+  /// An array of strings; `what` says what one entry is, for the error on a non-string.
+  std::vector<std::string> get_strings(const toml::table& table, std::string_view where,
+                                       std::string_view key, std::string_view what);
+  /// A count of 0 or more.
+  std::optional<int> get_floor(const toml::table& table, std::string_view where,
+                               std::string_view key);
   /// A size in GB, 0 or more (`positive`: more than 0).
   std::optional<double> get_gb(const toml::table& table, std::string_view where,
                                std::string_view key, bool positive = false);
@@ -200,6 +213,7 @@ private:
   void visit(size_t index, std::vector<VisitState>& state, std::vector<size_t>& path);
   void check_declared_args();
   void check_cache_tiers();
+  void check_gates();
 
   fs::path m_file;
   std::string m_name; // the chain file as the user named it, for diagnostics
@@ -389,6 +403,10 @@ void Loader::read_chain(const toml::table& root) {
   }
   const auto* records = get<std::string>(*table, where, "records");
   m_chain.records = resolve(records ? records->get() : "records");
+  if (const auto* final_stage = get<std::string>(*table, where, "final")) {
+    m_chain.gates.final_stage = final_stage->get();
+    m_chain.gates.final_pos = pos(*final_stage);
+  }
 }
 
 void Loader::read_engine(const toml::table& root) {
@@ -530,6 +548,86 @@ void Loader::read_resources(const toml::table& root) {
   }
   resources.mem_per_job_gb =
       get_gb(*table, where, "mem_per_job_gb", true).value_or(resources.mem_per_job_gb);
+}
+
+std::vector<std::string> Loader::get_strings(const toml::table& table, std::string_view where,
+                                             std::string_view key, std::string_view what) {
+  std::vector<std::string> out;
+  const auto* array = get<toml::array>(table, where, key);
+  if (!array) {
+    return out;
+  }
+  for (const auto& element : *array) {
+    if (const auto* text = element.as_string(); text && !text->get().empty()) {
+      out.push_back(text->get());
+    } else {
+      error(pos(element),
+            fmt::format("each of '{}' {} must be {}, not {}", key, where, what,
+                        text ? "an empty string" : type_name(element)),
+            "write it in quotes");
+    }
+  }
+  return out;
+}
+
+std::optional<int> Loader::get_floor(const toml::table& table, std::string_view where,
+                                     std::string_view key) {
+  const auto* node = get<int64_t>(table, where, key);
+  if (!node) {
+    return std::nullopt;
+  }
+  if (node->get() < 0 || node->get() > std::numeric_limits<int>::max()) {
+    error(pos(*node),
+          fmt::format("'{}' {} must be a count of 0 or more, not {}", key, where, node->get()));
+    return std::nullopt;
+  }
+  return static_cast<int>(node->get());
+}
+
+void Loader::read_gates(const toml::table& root) {
+  const auto* table = get<toml::table>(root, "at the top level", "gates");
+  if (!table) {
+    return;
+  }
+  GateSettings& gates = m_chain.gates;
+  const std::string_view where = "in [gates]";
+  check_keys(*table, where, k_gates_keys);
+  gates.host_env_names = get_strings(*table, where, "host_env_names", "a NAME or PREFIX*");
+  for (const auto& name : gates.host_env_names) {
+    std::string_view stem(name);
+    if (!stem.empty() && stem.back() == '*') {
+      stem.remove_suffix(1);
+    }
+    if (!is_identifier(stem)) {
+      error(pos(*table->get("host_env_names")),
+            fmt::format("host_env_names entry '{}' is not a variable name", name),
+            "write NAME or PREFIX* with letters, digits and '_'");
+    }
+  }
+  gates.cache_mount_targets =
+      get_strings(*table, where, "cache_mount_targets", "an absolute path inside the build");
+  if (const auto* arg = get<std::string>(*table, where, "cache_endpoint_arg")) {
+    gates.cache_endpoint_arg = arg->get();
+    if (!is_identifier(gates.cache_endpoint_arg)) {
+      error(pos(*arg),
+            fmt::format("cache_endpoint_arg '{}' is not an ARG name", gates.cache_endpoint_arg),
+            std::string(k_identifier_rule));
+    }
+  }
+  gates.per_file_only_dirs =
+      get_strings(*table, where, "per_file_only_dirs", "a directory of the build context");
+}
+
+void Loader::read_smoke(const toml::table& root) {
+  const auto* table = get<toml::table>(root, "at the top level", "smoke");
+  if (!table) {
+    return;
+  }
+  const std::string_view where = "in [smoke]";
+  check_keys(*table, where, k_smoke_keys);
+  GateSettings& gates = m_chain.gates;
+  gates.min_passed = get_floor(*table, where, "min_passed").value_or(gates.min_passed);
+  gates.max_skipped = get_floor(*table, where, "max_skipped").value_or(gates.max_skipped);
 }
 
 std::optional<CacheSpec> Loader::read_cache_spec(const toml::node& node, std::string_view key) {
@@ -744,6 +842,17 @@ void Loader::read_stage(const toml::table& table) {
   }
   stage.disk_floor_gb = get_gb(table, where, "disk_floor_gb");
   stage.mem_per_job_gb = get_gb(table, where, "mem_per_job_gb", true);
+  if (const auto* kind = get<std::string>(table, where, "kind")) {
+    if (kind->get() == "smoke") {
+      stage.kind = StageKind::smoke;
+    } else if (kind->get() != "build") {
+      error(pos(*kind), fmt::format("stage kind '{}' is not known", kind->get()),
+            "write kind = \"build\" (the default) or kind = \"smoke\"");
+    }
+  }
+  if (const auto* gate = get<bool>(table, where, "gate_image_env")) {
+    stage.gate_image_env = gate->get();
+  }
   m_chain.stages.push_back(std::move(stage));
   m_sources.push_back(std::move(source));
 }
@@ -913,6 +1022,50 @@ void Loader::check_declared_args() {
   }
 }
 
+void Loader::check_gates() {
+  GateSettings& gates = m_chain.gates;
+  for (const auto& stage : m_chain.stages) {
+    if (stage.kind == StageKind::smoke && stage.needs.empty()) {
+      error(stage.pos,
+            fmt::format("smoke stage '{}' needs no stage, so it tests nothing", stage.name),
+            "add needs = [\"<the image it tests>\"]");
+    }
+    for (size_t i = 0; i < stage.needs.size(); ++i) {
+      const Stage* need = m_chain.find_stage(stage.needs[i]);
+      if (need && need->kind == StageKind::smoke) {
+        error(stage.needs_pos[i],
+              fmt::format("stage '{}' needs smoke stage '{}', whose image is a test run, not a "
+                          "parent",
+                          stage.name, need->name),
+              "need the stage the smoke stage tests instead");
+      }
+    }
+  }
+  if (gates.final_stage.empty()) {
+    for (const auto& stage : m_chain.stages) {
+      if (stage.kind == StageKind::build) {
+        gates.final_stage = stage.name;
+      }
+    }
+    return;
+  }
+  const Stage* final_stage = m_chain.find_stage(gates.final_stage);
+  if (!final_stage) {
+    std::vector<std::string> names;
+    for (const auto& stage : m_chain.stages) {
+      names.push_back(stage.name);
+    }
+    error(gates.final_pos,
+          fmt::format("final stage '{}' is not a stage of this chain", gates.final_stage),
+          did_you_mean(gates.final_stage, names, "stages"));
+  } else if (final_stage->kind == StageKind::smoke) {
+    error(gates.final_pos,
+          fmt::format("final stage '{}' is a smoke stage; the final stage is the published image",
+                      gates.final_stage),
+          "name the stage whose image is published");
+  }
+}
+
 void Loader::check_cache_tiers() {
   if (m_chain.engine != "buildkit") {
     // buildah has no cache import or export; a tier it silently ignored would look insured.
@@ -1016,6 +1169,8 @@ tl::expected<Chain, Diagnostics> Loader::load() {
   read_cache(root);
   read_disk(root);
   read_resources(root);
+  read_gates(root);
+  read_smoke(root);
   for (const auto* table : tables_in(root, "transient")) {
     read_transient(*table);
   }
@@ -1034,6 +1189,7 @@ tl::expected<Chain, Diagnostics> Loader::load() {
   check_cycles();
   check_declared_args();
   check_cache_tiers();
+  check_gates();
 
   if (!m_diagnostics.empty()) {
     // Chain-file problems first, each file top to bottom, the way an editor walks them.

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "chain/chain_loader.h"
+#include "cli/chain_file.h"
 #include "cli/run_command.h"
 #include "driver/console.h"
 #include "driver/run_loop.h"
@@ -28,11 +28,8 @@ CLI::App* add_cache_command(CLI::App& app, SnapshotArgs& args) {
 }
 
 int snapshot_command(const SnapshotArgs& args) {
-  auto chain = load_chain(args.chain_file, {args.engine});
+  auto chain = load_chain_or_report(args.chain_file, args.engine, "nothing was pushed");
   if (!chain) {
-    for (const auto& diagnostic : chain.error()) {
-      std::fputs(format_diagnostic(diagnostic).c_str(), stderr);
-    }
     return k_exit_usage;
   }
   auto overrides = parse_build_args(args.build_args);

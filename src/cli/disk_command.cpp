@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "chain/chain_loader.h"
+#include "cli/chain_file.h"
 #include "disk/guard.h"
 #include "disk/levers.h"
 #include "disk/slugs.h"
@@ -17,14 +17,7 @@ namespace kiln {
 namespace {
 
 std::optional<Chain> load(const DiskArgs& args) {
-  auto chain = load_chain(args.chain_file, {args.engine});
-  if (!chain) {
-    for (const auto& diagnostic : chain.error()) {
-      std::fputs(format_diagnostic(diagnostic).c_str(), stderr);
-    }
-    return std::nullopt;
-  }
-  return std::move(*chain);
+  return load_chain_or_report(args.chain_file, args.engine, "nothing was measured or removed");
 }
 
 std::string age_text(std::filesystem::file_time_type mtime) {

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "driver/run_loop.h"
-#include "gates/image_config.h"
+#include "engine/image_config.h"
 #include "gates/image_env.h"
 
 namespace kiln {

@@ -9,6 +9,7 @@ namespace kiln {
 
 struct LintArgs {
   std::vector<std::string> files;
+  std::string chain_file; // lint its stages' Dockerfiles with its [gates] options
   std::string format = "tty";
   std::vector<std::string> names;
   std::vector<std::string> cache_targets;
@@ -16,7 +17,7 @@ struct LintArgs {
   std::vector<std::string> per_file_dirs;
 };
 
-/// `kiln lint FILES...`: returns the subcommand.
+/// `kiln lint [--chain CHAIN] [FILES...]`: returns the subcommand.
 CLI::App* add_lint_command(CLI::App& app, LintArgs& args);
 
 int lint_command(const LintArgs& args);

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "chain/chain_loader.h"
+#include "cli/chain_file.h"
 #include "driver/console.h"
 #include "driver/run_loop.h"
 #include "engine/engine.h"
@@ -48,13 +48,8 @@ tl::expected<KeyValues, std::string> parse_build_args(const std::vector<std::str
 }
 
 int run_command(const RunArgs& args) {
-  auto chain = load_chain(args.chain_file, {args.engine});
+  auto chain = load_chain_or_report(args.chain_file, args.engine, "nothing was built");
   if (!chain) {
-    for (const auto& diagnostic : chain.error()) {
-      std::fputs(format_diagnostic(diagnostic).c_str(), stderr);
-    }
-    fmt::print(stderr, "kiln: {} error(s) in {}; nothing was built\n", chain.error().size(),
-               args.chain_file);
     return k_exit_usage;
   }
   RunOptions options;

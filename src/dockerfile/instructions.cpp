@@ -36,12 +36,6 @@ bool is_blank_or_comment(std::string_view line) {
   return text.empty() || text[0] == '#';
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 std::vector<std::string> physical_lines(std::string_view text) {
   std::vector<std::string> lines = split(text, '\n');

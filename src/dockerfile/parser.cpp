@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "util/strings.h"
+
 namespace kiln {
 namespace {
 
@@ -33,12 +35,6 @@ bool is_split_space(char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 std::string_view trim_left(std::string_view s) {
   while (!s.empty() && is_space(s.front())) {
@@ -47,7 +43,7 @@ std::string_view trim_left(std::string_view s) {
   return s;
 }
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_space(std::string_view s) {
   s = trim_left(s);
   while (!s.empty() && is_space(s.back())) {
     s.remove_suffix(1);
@@ -117,7 +113,7 @@ public:
       m_done = true;
       return std::nullopt;
     }
-    std::string_view value = trim(rest.substr(1));
+    std::string_view value = trim_space(rest.substr(1));
     if (value.empty() || (name != "escape" && name != "syntax" && name != "check")) {
       m_done = true;
       return std::nullopt;
@@ -602,7 +598,7 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
     }
     Instruction ins;
     ins.keyword = lower(std::string_view(line).substr(kw_begin, kw_end - kw_begin));
-    ins.original = std::string(trim(line));
+    ins.original = std::string(trim_space(line));
     ins.start = position_of(segments, kw_begin);
     auto fail = [&](std::string message) {
       return tl::unexpected(ParseError{ins.start, std::move(message)});
@@ -616,7 +612,7 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
       ++args_begin;
     }
     std::vector<RawFlag> raw_flags;
-    std::string_view rest = trim(
+    std::string_view rest = trim_space(
         extract_flags(std::string_view(line).substr(args_begin), args_begin, df.escape, raw_flags));
     for (const auto& f : raw_flags) {
       std::string_view word = std::string_view(f.word).substr(2);
@@ -870,8 +866,9 @@ std::vector<StageScope> stage_scopes(const Dockerfile& df,
       if (ins.args.size() == 3) {
         stage.name = lower(ins.args[2]);
       }
-      std::string base =
-          ins.args.empty() ? "" : lower(expand_words(ins.args[0], globals, df.escape).value);
+      stage.from = ins.start;
+      stage.base = ins.args.empty() ? "" : expand_words(ins.args[0], globals, df.escape).value;
+      std::string base = lower(stage.base);
       for (const auto& earlier : stages) {
         if (!earlier.name.empty() && earlier.name == base) {
           stage.env = earlier.env;

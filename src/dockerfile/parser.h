@@ -77,6 +77,8 @@ ExpandResult expand_words(std::string_view text, const std::map<std::string, std
 struct StageScope {
   std::string name; // lower-case, empty for an unnamed stage
   int index = 0;
+  std::string base; // the FROM image with global ARGs expanded, as written otherwise
+  Position from;    // of its FROM
   std::vector<std::string> args;          // declared in the stage
   std::map<std::string, std::string> env; // ENV in effect, inherited from FROM <stage>
 };

@@ -17,6 +17,11 @@ std::filesystem::path budget_file(const Chain& chain, const std::string& stage) 
   return chain.records / "budget" / (stage + ".env");
 }
 
+NamedContext stage_context(const Chain& chain, const Stage& stage) {
+  return {stage.name, stage.tag, stage_layout(chain, stage.name), stage_metadata(chain, stage.name),
+          chain.registry.empty() ? std::string() : chain.pushed_ref(stage)};
+}
+
 BuildRequest build_request(const Chain& chain, const Stage& stage, const KeyValues& overrides,
                            const std::filesystem::path& tools) {
   BuildRequest request;
@@ -27,12 +32,8 @@ BuildRequest build_request(const Chain& chain, const Stage& stage, const KeyValu
   request.target = stage.target;
   request.tag = stage.tag;
   request.build_args = stage_build_args(chain, stage, overrides);
-  bool pushes = !chain.registry.empty();
   for (const auto& need : stage.needs) {
-    const Stage& needed = *chain.find_stage(need);
-    request.contexts.push_back({need, needed.tag, stage_layout(chain, need),
-                                stage_metadata(chain, need),
-                                pushes ? chain.pushed_ref(needed) : std::string()});
+    request.contexts.push_back(stage_context(chain, *chain.find_stage(need)));
   }
   request.secrets = stage.secrets;
   if (auto text = read_dockerfile(stage.dockerfile);
@@ -41,7 +42,7 @@ BuildRequest build_request(const Chain& chain, const Stage& stage, const KeyValu
   }
   request.layout = stage_layout(chain, stage.name);
   request.metadata = stage_metadata(chain, stage.name);
-  if (pushes) {
+  if (!chain.registry.empty()) {
     request.pushed = chain.pushed_ref(stage);
   }
   for (const auto& spec : stage.cache_from) {

@@ -18,6 +18,9 @@ constexpr const char* k_budget_secret = "kiln-budget";
 std::filesystem::path stage_layout(const Chain& chain, const std::string& stage);
 std::filesystem::path stage_metadata(const Chain& chain, const std::string& stage);
 
+/// How a later stage is handed `stage`'s image: its tag, layout, metadata and pushed reference.
+NamedContext stage_context(const Chain& chain, const Stage& stage);
+
 /// The file holding a stage's job budget, written before the stage builds.
 std::filesystem::path budget_file(const Chain& chain, const std::string& stage);
 

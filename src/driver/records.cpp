@@ -65,6 +65,22 @@ Json stage_json(const StageRecord& s) {
                        {"seconds", rounded(r.seconds)},
                        {"log", r.log}});
   }
+  Json gates = Json::array();
+  for (const auto& g : s.gates) {
+    gates.push_back({{"gate", g.gate},
+                     {"subject", g.subject},
+                     {"verdict", g.verdict},
+                     {"findings", g.findings},
+                     {"reason", g.reason}});
+  }
+  Json smoke = nullptr;
+  if (s.smoke) {
+    const SmokeRecord& m = *s.smoke;
+    smoke = {{"passed", m.passed},           {"failed", m.failed},
+             {"skipped", m.skipped},         {"min_passed", m.min_passed},
+             {"max_skipped", m.max_skipped}, {"summaries", m.summaries},
+             {"verdict", m.verdict},         {"reason", m.reason}};
+  }
   return {{"name", s.name},
           {"tag", s.tag},
           {"status", s.status},
@@ -79,7 +95,9 @@ Json stage_json(const StageRecord& s) {
           {"memory_limit_gb", rounded(s.memory_limit_gb)},
           {"attempts", attempts},
           {"salvage", salvage},
-          {"salvage_note", s.salvage_note}};
+          {"salvage_note", s.salvage_note},
+          {"gates", gates},
+          {"smoke", smoke}};
 }
 
 } // namespace

@@ -16,7 +16,7 @@
 namespace kiln {
 
 /// The manifest schema version; bump it on any change a reader could notice (docs/records.md).
-constexpr int k_manifest_schema = 2;
+constexpr int k_manifest_schema = 3;
 
 /// What the kiln-cc steps of one attempt reported, summed over the steps that reported.
 struct CompileReport {
@@ -56,10 +56,32 @@ struct SalvageRecord {
   std::string log; // relative to the run folder
 };
 
+/// One image graded by the image-env publish gate.
+struct GateRecord {
+  std::string gate = "image-env";
+  std::string subject;               // what was graded: "parent <ref>", "image of stage <name>"
+  std::string verdict;               // pass | refused | unreadable | not-graded
+  std::vector<std::string> findings; // one message per refused variable
+  std::string reason;                // why it was unreadable or not graded
+};
+
+/// What a smoke stage's output reported, against the chain's floors.
+struct SmokeRecord {
+  int passed = 0;
+  int failed = 0;
+  int skipped = 0;
+  int min_passed = 0;
+  int max_skipped = 0;
+  std::vector<std::string> summaries; // "<format> line <n>: <text>", each summary found
+  std::string verdict;                // pass | failed
+  std::string reason;                 // which floor, when it failed
+};
+
 struct StageRecord {
   std::string name;
   std::string tag;
-  std::string status = "pending"; // pending | running | ok | failed | interrupted | skipped
+  std::string status = "pending"; // pending | running | ok | failed | refused | interrupted |
+                                  // skipped (refused: a gate stopped it)
   std::string command;            // the engine argv, shell-quoted
   std::string started;
   std::string ended;
@@ -72,6 +94,8 @@ struct StageRecord {
   double memory_limit_gb = 0;
   std::vector<SalvageRecord> salvage; // re-drives after a failure, so the cache export lands
   std::string salvage_note;           // why there was no salvage, when there was none
+  std::vector<GateRecord> gates;      // image-env verdicts on its parents and its own image
+  std::optional<SmokeRecord> smoke;   // smoke stages, once their output was read
 };
 
 struct RunRecord {
@@ -83,7 +107,8 @@ struct RunRecord {
   std::string host;
   std::string started;
   std::string ended;
-  std::string status = "running"; // running | ok | failed:<stage> | interrupted | refused:disk
+  std::string status = "running"; // running | ok | failed:<stage> | refused:<gate>:<stage> |
+                                  // interrupted | refused:disk
   std::vector<StageRecord> stages;
   std::vector<PhaseSummary> resources; // the sampler's summary per phase, once the run ended
 

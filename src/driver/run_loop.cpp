@@ -11,12 +11,16 @@
 
 #include "disk/levers.h"
 #include "disk/watchdog.h"
+#include "dockerfile/instructions.h"
 #include "driver/attempt.h"
 #include "driver/attempt_runner.h"
 #include "driver/build_request.h"
+#include "driver/image_gates.h"
 #include "driver/kiln_tools.h"
 #include "driver/records.h"
 #include "driver/salvage.h"
+#include "gates/smoke_floors.h"
+#include "lint/lint.h"
 #include "resources/budget.h"
 #include "resources/host_stats.h"
 #include "resources/sampler.h"
@@ -100,6 +104,40 @@ std::vector<std::string> check_request(const std::vector<const Stage*>& stages,
   return problems;
 }
 
+/// Every selected stage's Dockerfile through the linter, with the chain's [gates] options: a
+/// build-host leak or an out-of-scope ARG found now costs nothing, found in the image it costs
+/// the hours spent building it.
+std::vector<std::string> lint_stage_dockerfiles(const Chain& chain,
+                                                const std::vector<const Stage*>& stages) {
+  LintOptions options = lint_options(chain.gates);
+  std::vector<std::string> problems;
+  std::vector<std::filesystem::path> seen;
+  size_t findings = 0;
+  for (const Stage* stage : stages) {
+    if (std::find(seen.begin(), seen.end(), stage->dockerfile) != seen.end()) {
+      continue;
+    }
+    seen.push_back(stage->dockerfile);
+    auto text = read_dockerfile(stage->dockerfile);
+    if (!text) {
+      problems.push_back(error_line(text.error()));
+      continue;
+    }
+    LintResult result = lint_dockerfile(stage->dockerfile.string(), *text, options);
+    if (!result.findings.empty() || result.parse_error) {
+      findings += result.findings.size() + (result.parse_error ? 1 : 0);
+      problems.push_back(render_tty(result, *text));
+    }
+  }
+  if (findings > 0) {
+    problems.push_back(error_line(fmt::format(
+        "lint: {} finding(s) in the stages' Dockerfiles (above); fix each, or silence one with "
+        "`# kiln-lint ignore=<rule> reason=<why>` on the line above it",
+        findings)));
+  }
+  return problems;
+}
+
 /// Needs that this run does not build must have been built before.
 std::vector<std::string> check_outside_needs(const std::vector<const Stage*>& stages,
                                              const std::vector<BuildRequest>& requests,
@@ -168,8 +206,23 @@ public:
   int execute(const std::vector<const Stage*>& stages, const std::vector<BuildRequest>& requests);
 
 private:
-  enum class StageEnd { ok, failed, interrupted };
+  enum class StageEnd { ok, failed, refused, interrupted };
   StageEnd build_stage(const Stage& stage, BuildRequest request, int index, int count);
+  /// The gates after a successful build: the smoke floors of a smoke stage, the image-env gate
+  /// of the final stage and of flagged ones. An empty string when every gate passed, else the
+  /// refusal, recorded as the stage's failure.
+  std::string post_build_gates(const Stage& stage, StageRecord& record,
+                               const std::filesystem::path& log);
+  /// Read a smoke stage's results from its log and hold them against the floors.
+  SmokeVerdict smoke_gate(const Stage& stage, StageRecord& record,
+                          const std::filesystem::path& log);
+  /// Grade the parents of stage `stage` this run did not build; false when one is refused.
+  bool parent_gates(const Stage& stage, const BuildRequest& request, StageRecord& record);
+  /// Log a gate verdict, and put a refusal on the console.
+  void gate_log(const Stage& stage, const GateRecord& gate);
+  /// Push a gated image once it passed: the same build again, every step cached, now with the
+  /// push and registry cache export it was built without.
+  bool publish(const Stage& stage, const BuildRequest& request, StageRecord& record);
   /// After import flakes of the registry cache, the next attempt leaves the registry out.
   void drop_registry_cache_after_flakes(const Stage& stage, BuildRequest& request,
                                         int import_flakes, int next_attempt);
@@ -201,6 +254,7 @@ private:
   std::unique_ptr<ResourceSampler> m_sampler;
   DiskPolicy m_disk;
   std::unique_ptr<StoreLevers> m_store;
+  std::optional<ImageGates> m_gates;
 };
 
 std::vector<std::string> Run::protected_slugs(const std::vector<const Stage*>& stages,
@@ -346,6 +400,115 @@ void Run::drop_registry_cache_after_flakes(const Stage& stage, BuildRequest& req
   m_console.note(message);
 }
 
+void Run::gate_log(const Stage& stage, const GateRecord& gate) {
+  for (const auto& line : gate_lines(stage.name, gate)) {
+    m_folder.log(line);
+    if (gate.verdict != "pass") {
+      m_console.note(line);
+    }
+  }
+}
+
+bool Run::parent_gates(const Stage& stage, const BuildRequest& request, StageRecord& record) {
+  bool ok = true;
+  for (auto& gate : m_gates->grade_parents(request)) {
+    gate_log(stage, gate);
+    ok = ok && (gate.verdict == "pass" || gate.verdict == "not-graded");
+    record.gates.push_back(std::move(gate));
+  }
+  if (!ok) {
+    record.failure = "the image-env gate refused a parent this run did not build: rebuild it "
+                     "from a Dockerfile that passes `kiln lint` (a build-host setting belongs in "
+                     "an ARG or a secret, never in ENV)";
+  }
+  return ok;
+}
+
+SmokeVerdict Run::smoke_gate(const Stage& stage, StageRecord& record,
+                             const std::filesystem::path& log) {
+  auto text = read_file(log);
+  SmokeCounts counts = find_test_summaries(text ? split(*text, '\n') : std::vector<std::string>());
+  SmokeVerdict verdict = judge_smoke(counts, m_chain.gates.min_passed, m_chain.gates.max_skipped);
+  SmokeRecord smoke;
+  smoke.passed = counts.passed;
+  smoke.failed = counts.failed;
+  smoke.skipped = counts.skipped;
+  smoke.min_passed = m_chain.gates.min_passed;
+  smoke.max_skipped = m_chain.gates.max_skipped;
+  for (const auto& summary : counts.summaries) {
+    smoke.summaries.push_back(
+        fmt::format("{} line {}: {}", summary.format, summary.line, summary.text));
+  }
+  smoke.verdict = verdict.ok ? "pass" : "failed";
+  smoke.reason = verdict.reason;
+  m_folder.log(fmt::format("stage {}: smoke: {} passed, {} failed, {} skipped in {} summar{} "
+                           "(floors: min_passed {}, max_skipped {}): {}",
+                           stage.name, counts.passed, counts.failed, counts.skipped,
+                           counts.summaries.size(), counts.summaries.size() == 1 ? "y" : "ies",
+                           smoke.min_passed, smoke.max_skipped,
+                           verdict.ok ? "pass" : verdict.reason));
+  record.smoke = std::move(smoke);
+  return verdict;
+}
+
+std::string Run::post_build_gates(const Stage& stage, StageRecord& record,
+                                  const std::filesystem::path& log) {
+  if (stage.kind == StageKind::smoke) {
+    if (SmokeVerdict verdict = smoke_gate(stage, record, log); !verdict.ok) {
+      m_record.status = "refused:smoke:" + stage.name;
+      return "smoke gate: " + verdict.reason;
+    }
+  }
+  if (m_gates->graded_after_build(stage)) {
+    GateRecord gate = m_gates->grade_built(stage);
+    gate_log(stage, gate);
+    bool pass = gate.verdict == "pass";
+    record.gates.push_back(std::move(gate));
+    if (!pass) {
+      m_record.status = "refused:image-env:" + stage.name;
+      return fmt::format("image-env gate: the image of stage {} carries the build host{}; move "
+                         "each setting to an ARG or a secret, never ENV (details in driver.log)",
+                         stage.name,
+                         stage.name == m_chain.gates.final_stage
+                             ? " and is not published (no flag waives this gate)"
+                             : "");
+    }
+  }
+  return {};
+}
+
+bool Run::publish(const Stage& stage, const BuildRequest& request, StageRecord& record) {
+  AttemptRecord attempt;
+  attempt.number = static_cast<int>(record.attempts.size()) + 1;
+  attempt.started = utc_iso8601(std::chrono::system_clock::now());
+  attempt.log = fmt::format("stages/{}.publish.log", stage.name);
+  attempt.command = quoted_command(m_engine.build_argv(request));
+  attempt.reason = "publish: the gated image, built again from the cache with its push";
+  record.attempts.push_back(attempt);
+  save();
+  m_folder.log(
+      fmt::format("stage {}: image-env gate passed; publishing: {}", stage.name, attempt.command));
+  Clock::time_point start = Clock::now();
+  AttemptOutcome outcome =
+      run_attempt(m_engine, request, m_folder.path() / attempt.log, [](const BuildProgress&) {});
+  AttemptRecord& a = record.attempts.back();
+  a.seconds = seconds_since(start);
+  a.exit_code = outcome.exit.spawn_error.empty() ? outcome.exit.status_code() : -1;
+  a.steps_run = outcome.progress.steps_run;
+  a.steps_cached = outcome.progress.steps_cached;
+  a.verdict = outcome.exit.ok() ? "ok" : (outcome.exit.interrupted ? "interrupted" : "permanent");
+  if (!outcome.exit.ok()) {
+    record.failure = fmt::format("the gated image passed, but its publish failed (exit {}); see {}",
+                                 a.exit_code, a.log);
+    m_folder.log(fmt::format("stage {}: {}", stage.name, record.failure));
+    return false;
+  }
+  record.image_id = m_engine.built_image(request, outcome.progress);
+  m_folder.log(
+      fmt::format("stage {}: published {} ({})", stage.name, request.pushed, record.image_id));
+  return true;
+}
+
 Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int index, int count) {
   StageRecord& record = *m_record.find_stage(stage.name);
   record.status = "running";
@@ -353,6 +516,14 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
   Clock::time_point stage_start = Clock::now();
   std::optional<Tail> previous_tail;
   int import_flakes = 0;
+  // An image the gate grades after the build must not leave the host before it passes: build
+  // it to its local layout first, publish it once it passed.
+  std::optional<BuildRequest> deferred;
+  if (m_gates->graded_after_build(stage) && !request.pushed.empty()) {
+    deferred = request;
+    request.pushed.clear();
+    request.cache_to.clear();
+  }
 
   for (int n = 1; n <= stage.attempts; ++n) {
     AttemptRecord attempt;
@@ -411,6 +582,18 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
         m_console.stage_finished("failed: " + *floor);
         return StageEnd::failed;
       }
+      if (std::string refused = post_build_gates(stage, record, m_folder.path() / a.log);
+          !refused.empty()) {
+        record.failure = refused;
+        m_folder.log(fmt::format("stage {}: attempt {}/{} built, but the {}", stage.name, n,
+                                 stage.attempts, refused));
+        m_console.stage_finished("refused: " + refused);
+        return StageEnd::refused;
+      }
+      if (deferred && !publish(stage, *deferred, record)) {
+        m_console.stage_finished("failed: " + record.failure);
+        return StageEnd::failed;
+      }
       std::string vertices =
           a.vertices > 0 ? fmt::format(", {}/{} vertices cached", a.vertices_cached, a.vertices)
                          : std::string();
@@ -444,6 +627,9 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
     std::string log_path = (m_folder.path() / a.log).string();
     if (verdict.verdict != Verdict::retry) {
       record.failure = verdict.reason;
+      if (stage.kind == StageKind::smoke) {
+        smoke_gate(stage, record, m_folder.path() / a.log); // the counts, for the record
+      }
       m_folder.log(failed);
       m_console.stage_finished(
           fmt::format("failed after {}: {}", human_duration(a.seconds), verdict.reason));
@@ -516,6 +702,13 @@ int Run::execute(const std::vector<const Stage*>& stages,
       return k_exit_usage;
     }
   }
+  m_gates.emplace(m_chain, m_engine, [&] {
+    std::vector<std::string> names;
+    for (const Stage* s : stages) {
+      names.push_back(s->name);
+    }
+    return names;
+  }());
   start_sampler();
   DiskWatchdog watchdog(
       m_disk, [this](const std::string& line) { disk_log(line); }, m_store.get());
@@ -555,6 +748,16 @@ int Run::execute(const std::vector<const Stage*>& stages,
         continue;
       }
     }
+    if (!parent_gates(stage, requests[i], record)) {
+      record.status = "refused";
+      record.ended = utc_iso8601(std::chrono::system_clock::now());
+      m_record.status = "refused:image-env:" + stage.name;
+      m_console.note(fmt::format("[{}/{}] {}: not started: {}", i + 1, stages.size(), stage.name,
+                                 record.failure));
+      exit_code = k_exit_gate;
+      save();
+      continue;
+    }
     prepare_budget(stage, requests[i], record);
     watchdog.start(stage.name, protected_slugs(stages, i));
     StageEnd end =
@@ -569,6 +772,10 @@ int Run::execute(const std::vector<const Stage*>& stages,
       record.status = "failed";
       m_record.status = "failed:" + stage.name;
       exit_code = k_exit_failed;
+      break;
+    case StageEnd::refused:
+      record.status = "refused"; // the run's status names the gate
+      exit_code = k_exit_gate;
       break;
     case StageEnd::interrupted:
       record.status = "interrupted";
@@ -601,11 +808,14 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   }
   const std::vector<const Stage*>& stages = *selected;
   std::vector<std::string> problems = check_request(stages, options);
+  auto lint = lint_stage_dockerfiles(chain, stages);
+  problems.insert(problems.end(), lint.begin(), lint.end());
   std::filesystem::path tools = kiln_tools_dir(chain.records);
   std::vector<BuildRequest> requests;
   for (const Stage* stage : stages) {
     requests.push_back(build_request(chain, *stage, options.build_arg_overrides, tools));
     requests.back().drop_registry_cache = options.no_cache_export;
+    requests.back().no_cache = stage->kind == StageKind::smoke;
   }
 
   if (options.dry_run) {

@@ -13,6 +13,7 @@ namespace kiln {
 constexpr int k_exit_ok = 0;
 constexpr int k_exit_failed = 1;
 constexpr int k_exit_usage = 2;
+constexpr int k_exit_gate = 3; // a gate refused: the image-env gate or a smoke stage's floors
 constexpr int k_exit_interrupted = 130;
 
 struct RunOptions {

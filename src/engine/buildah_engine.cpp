@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/image_config.h"
 #include "util/strings.h"
 
 namespace kiln {
@@ -87,6 +88,9 @@ std::vector<std::string> BuildahEngine::build_argv(const BuildRequest& request) 
   if (!request.target.empty()) {
     argv.insert(argv.end(), {"--target", request.target});
   }
+  if (request.no_cache) {
+    argv.push_back("--no-cache");
+  }
   for (const auto& context : request.contexts) {
     argv.insert(argv.end(), {"--build-context",
                              fmt::format("{}=container-image://{}", context.name, context.image)});
@@ -111,6 +115,23 @@ bool BuildahEngine::has_stage_image(const NamedContext& context) const {
   return run_process({{"buildah", "inspect", "--type", "image", context.image}, {}, {}},
                      [](std::string_view) {})
       .ok();
+}
+
+ImageEnv BuildahEngine::stage_image_env(const NamedContext& context) const {
+  return image_env_from_buildah(context.image);
+}
+
+std::optional<ImageEnv> BuildahEngine::external_image_env(const std::string& ref) const {
+  if (ImageEnv env = image_env_from_buildah(ref)) {
+    return env;
+  }
+  // The build would pull it anyway; pulling first lets the gate grade what the build will use.
+  CapturedRun pull = run_captured({"buildah", "pull", "--quiet", ref});
+  if (!pull.exit.ok()) {
+    return tl::unexpected(fmt::format(
+        "{} is not in buildah's store and `buildah pull {}` failed: {}", ref, ref, pull.failure()));
+  }
+  return image_env_from_buildah(ref);
 }
 
 namespace {

@@ -17,6 +17,8 @@ public:
   std::string stage_image_place(const NamedContext& context) const override {
     return context.image;
   }
+  ImageEnv stage_image_env(const NamedContext& context) const override;
+  std::optional<ImageEnv> external_image_env(const std::string& ref) const override;
   std::unique_ptr<BuildOutput> read_output() const override;
 
 private:

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/buildkit_output.h"
+#include "engine/image_config.h"
 #include "util/fs.h"
 #include "util/strings.h"
 
@@ -212,6 +213,9 @@ std::vector<std::string> BuildkitEngine::build_argv(const BuildRequest& request)
   if (!request.target.empty()) {
     add({"--opt", "target=" + request.target});
   }
+  if (request.no_cache) {
+    add({"--no-cache"});
+  }
   for (const auto& [key, value] : request.build_args) {
     add({"--opt", fmt::format("build-arg:{}={}", key, value)});
   }
@@ -276,6 +280,21 @@ bool BuildkitEngine::has_stage_image(const NamedContext& context) const {
   }
   auto index = read_file(context.layout / "index.json");
   return index && index->find(digest) != std::string::npos;
+}
+
+ImageEnv BuildkitEngine::stage_image_env(const NamedContext& context) const {
+  std::string digest = metadata_digest(context.metadata);
+  if (digest.empty()) {
+    return tl::unexpected(fmt::format("no build of stage '{}' is on record ({} names no digest)",
+                                      context.name, context.metadata.string()));
+  }
+  if (!context.pushed.empty()) {
+    return tl::unexpected(fmt::format(
+        "stage '{}' was handed over through the registry ({}@{}) and kiln reads image configs "
+        "from OCI layouts only; rebuild it in this run, where its Dockerfile is linted first",
+        context.name, context.pushed, digest));
+  }
+  return image_env_from_layout(context.layout, digest);
 }
 
 std::unique_ptr<BuildOutput> BuildkitEngine::read_output() const {

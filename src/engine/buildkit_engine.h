@@ -44,6 +44,7 @@ public:
   std::string stage_image_place(const NamedContext& context) const override {
     return context.metadata.string();
   }
+  ImageEnv stage_image_env(const NamedContext& context) const override;
   std::unique_ptr<BuildOutput> read_output() const override;
   std::string built_image(const BuildRequest& request,
                           const BuildProgress& progress) const override;

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,6 +58,9 @@ struct BuildRequest {
   /// Leave out every registry-facing cache argument: after repeated import flakes, or when the
   /// user asked for no cache export, the build finishes on the local tier.
   bool drop_registry_cache = false;
+  /// Run every step afresh: a smoke stage served from the layer cache would report the tests of
+  /// an earlier run as this run's.
+  bool no_cache = false;
 };
 
 /// What the output of one build has said so far about its progress.
@@ -96,6 +100,9 @@ public:
   virtual std::string failed_build_stage() const { return {}; }
 };
 
+/// An image config's Env entries (`NAME=value`), or why they could not be read.
+using ImageEnv = tl::expected<std::vector<std::string>, std::string>;
+
 /// The one seam between kiln and a real builder.
 class Engine {
 public:
@@ -123,6 +130,17 @@ public:
 
   /// Where has_stage_image() looks, for a message that says what is missing.
   virtual std::string stage_image_place(const NamedContext& context) const = 0;
+
+  /// The Env of the image a stage left where a later stage is handed it (`context`): what the
+  /// publish gate grades.
+  virtual ImageEnv stage_image_env(const NamedContext& context) const = 0;
+
+  /// The Env of an image a Dockerfile names that is no stage of the chain (`FROM debian:12`);
+  /// nullopt when this engine cannot see it before the build does (it resolves inside a daemon).
+  virtual std::optional<ImageEnv> external_image_env(const std::string& ref) const {
+    (void)ref;
+    return std::nullopt;
+  }
 
   /// A reader for one build's output.
   virtual std::unique_ptr<BuildOutput> read_output() const = 0;

@@ -347,6 +347,19 @@ std::string render_sarif(const std::vector<LintResult>& results) {
   return doc.dump(2);
 }
 
+LintOptions lint_options(const GateSettings& gates) {
+  LintOptions options;
+  options.extra_names = gates.host_env_names;
+  if (!gates.cache_mount_targets.empty()) {
+    options.cache_targets = gates.cache_mount_targets;
+  }
+  if (!gates.cache_endpoint_arg.empty()) {
+    options.cache_endpoint_arg = gates.cache_endpoint_arg;
+  }
+  options.per_file_dirs = gates.per_file_only_dirs;
+  return options;
+}
+
 int lint_exit_code(const std::vector<LintResult>& results) {
   bool any_finding = false;
   for (const auto& result : results) {

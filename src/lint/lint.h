@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "chain/chain.h"
+
 namespace kiln {
 
 struct LintOptions {
@@ -22,6 +24,9 @@ struct LintOptions {
       "SHELL",         "USER",      "TARGETARCH", "TARGETOS",      "TARGETPLATFORM",
       "TARGETVARIANT", "BUILDARCH", "BUILDOS",    "BUILDPLATFORM", "BUILDVARIANT"};
 };
+
+/// The built-in options with what a chain's [gates] table adds or replaces.
+LintOptions lint_options(const GateSettings& gates);
 
 struct LintFinding {
   std::string file;

@@ -6,15 +6,11 @@
 #include <fmt/format.h>
 
 #include "lint/rules.h"
+#include "util/strings.h"
 
 namespace kiln {
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 bool is_runtime_only(const std::string& keyword) {
   // These run in the container, where no ARG exists at all; the image's ENV is what counts.

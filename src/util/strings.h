@@ -10,6 +10,9 @@ std::vector<std::string> split(std::string_view text, char separator);
 std::string_view trim(std::string_view text);
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 
+/// ASCII lower case: Dockerfile keywords and stage names compare case-insensitively.
+std::string lower(std::string_view text);
+
 /// True for names a shell and a Dockerfile ARG both accept: [A-Za-z_][A-Za-z0-9_]*.
 bool is_identifier(std::string_view name);
 

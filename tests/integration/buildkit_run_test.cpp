@@ -145,7 +145,11 @@ TEST(BuildkitRun, WithARegistryStagesArePushedAndBoundByDigest) {
   std::string base_digest = stages[0]["image_id"];
   ASSERT_TRUE(base_digest.starts_with("sha256:"));
   auto builds = fake.builds();
-  ASSERT_EQ(builds.size(), 5u);
+  // The final stage (the last one) is built to its OCI layout, graded, and only then pushed.
+  ASSERT_EQ(builds.size(), 6u);
+  EXPECT_TRUE(mentions(builds[4], "type=oci"));
+  EXPECT_FALSE(mentions(builds[4], "push=true"));
+  EXPECT_TRUE(mentions(builds[5], "push=true"));
   EXPECT_TRUE(has_word(builds[0], "type=image,name=reg.example:5000/team/hello-base:latest,"
                                   "push=true"));
   EXPECT_FALSE(mentions(builds[0], "type=oci"));

@@ -1,4 +1,4 @@
-#include "gates/image_config.h"
+#include "engine/image_config.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -55,8 +55,27 @@ std::vector<std::string> env_of(const json& config) {
 } // namespace
 
 tl::expected<std::vector<std::string>, std::string>
-image_env_from_layout(const std::filesystem::path& layout) {
+image_env_from_layout(const std::filesystem::path& layout, const std::string& digest) {
   auto doc = read_json(layout / "index.json");
+  if (doc && !digest.empty()) {
+    const json* chosen = nullptr;
+    if (doc->contains("manifests") && (*doc)["manifests"].is_array()) {
+      for (const auto& entry : (*doc)["manifests"]) {
+        if (entry.is_object() && entry.value("digest", "") == digest) {
+          chosen = &entry;
+        }
+      }
+    }
+    if (chosen == nullptr) {
+      return tl::unexpected(
+          fmt::format("{}/index.json names no image {}", layout.string(), digest));
+    }
+    auto manifest = blob_path(layout, *chosen);
+    if (!manifest) {
+      return tl::unexpected(manifest.error());
+    }
+    doc = read_json(*manifest);
+  }
   // An image index may point at another index (a multi-platform image): follow the first
   // manifest until a manifest with a config turns up. A bounded walk: a loop is an error.
   for (int depth = 0; depth < 8 && doc; ++depth) {

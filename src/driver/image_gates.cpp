@@ -1,0 +1,116 @@
+#include "driver/image_gates.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "dockerfile/instructions.h"
+#include "dockerfile/parents.h"
+#include "driver/build_request.h"
+#include "gates/image_env.h"
+#include "util/strings.h"
+
+namespace kiln {
+
+GateRecord ImageGates::grade(const std::string& subject, const ImageEnv& env) const {
+  GateRecord record;
+  record.subject = subject;
+  if (!env) {
+    // An image whose config cannot be read cannot be shown clean: refuse, never wave through.
+    record.verdict = "unreadable";
+    record.reason = env.error();
+    return record;
+  }
+  for (const auto& finding : grade_env(parse_env_list(*env), m_chain.gates.host_env_names)) {
+    record.findings.push_back(finding.message);
+  }
+  record.verdict = record.findings.empty() ? "pass" : "refused";
+  return record;
+}
+
+std::vector<GateRecord> ImageGates::grade_parents(const BuildRequest& request) {
+  std::vector<GateRecord> records;
+  auto text = read_dockerfile(request.dockerfile);
+  auto df = text ? parse_dockerfile(*text) : tl::unexpected(ParseError{{}, text.error()});
+  if (!df) {
+    // The lint preflight has already refused a Dockerfile that does not parse; this is a file
+    // that changed or vanished since.
+    GateRecord record;
+    record.subject = "parents of " + request.dockerfile.string();
+    record.verdict = "unreadable";
+    record.reason = df.error().message;
+    return {record};
+  }
+  std::map<std::string, std::string> args(request.build_args.begin(), request.build_args.end());
+  for (const auto& parent : parent_images(*df, args)) {
+    auto context =
+        std::find_if(request.contexts.begin(), request.contexts.end(),
+                     [&](const NamedContext& c) { return lower(c.name) == lower(parent.ref); });
+    std::string subject;
+    if (context != request.contexts.end()) {
+      if (std::find(m_built_by_run.begin(), m_built_by_run.end(), context->name) !=
+          m_built_by_run.end()) {
+        continue;
+      }
+      subject = fmt::format("parent {} ({}, from an earlier run)", context->name,
+                            m_engine.stage_image_place(*context));
+    } else {
+      subject = "parent " + parent.ref;
+    }
+    if (auto seen = m_graded.find(subject); seen != m_graded.end()) {
+      records.push_back(seen->second);
+      continue;
+    }
+    GateRecord record;
+    if (context != request.contexts.end()) {
+      record = grade(subject, m_engine.stage_image_env(*context));
+    } else if (auto env = m_engine.external_image_env(parent.ref)) {
+      record = grade(subject, *env);
+    } else {
+      record.subject = subject;
+      record.verdict = "not-graded";
+      record.reason = fmt::format("{} resolves {} inside its daemon, where kiln cannot read it "
+                                  "before the build; the final image's gate grades what it "
+                                  "passes on",
+                                  m_engine.name(), parent.ref);
+    }
+    m_graded[subject] = record;
+    records.push_back(record);
+  }
+  return records;
+}
+
+bool ImageGates::graded_after_build(const Stage& stage) const {
+  return stage.gate_image_env || stage.name == m_chain.gates.final_stage;
+}
+
+GateRecord ImageGates::grade_built(const Stage& stage) {
+  // A graded image is built to its local place first and pushed only once it passed.
+  NamedContext context = stage_context(m_chain, stage);
+  context.pushed.clear();
+  return grade(fmt::format("image of stage {}", stage.name), m_engine.stage_image_env(context));
+}
+
+std::vector<std::string> gate_lines(const std::string& stage, const GateRecord& record) {
+  std::vector<std::string> lines;
+  if (record.verdict == "pass") {
+    lines.push_back(fmt::format("stage {}: image-env gate: {} passes", stage, record.subject));
+  } else if (record.verdict == "not-graded") {
+    lines.push_back(fmt::format("stage {}: image-env gate: {} not graded: {}", stage,
+                                record.subject, record.reason));
+  } else if (record.verdict == "unreadable") {
+    lines.push_back(fmt::format("stage {}: image-env gate refused {}: its config cannot be read: "
+                                "{}",
+                                stage, record.subject, record.reason));
+  } else {
+    lines.push_back(fmt::format("stage {}: image-env gate refused {}: {} build-host setting(s) "
+                                "in its Env",
+                                stage, record.subject, record.findings.size()));
+    for (const auto& finding : record.findings) {
+      lines.push_back("  " + finding);
+    }
+  }
+  return lines;
+}
+
+} // namespace kiln

@@ -1,0 +1,387 @@
+#include "gates/smoke_summary.h"
+
+#include <array>
+#include <charconv>
+#include <optional>
+#include <utility>
+
+namespace kiln {
+namespace {
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t';
+}
+
+std::string_view trim_spaces(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && is_space(s.back())) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+std::size_t skip_digits(std::string_view s, std::size_t i) {
+  while (i < s.size() && is_digit(s[i])) {
+    ++i;
+  }
+  return i;
+}
+
+// The length of a `#12 0.345 ` prefix at the start of `line`, 0 when there is none. An empty
+// log line keeps the space after the seconds; a caller that trimmed it leaves none.
+std::size_t buildkit_prefix_length(std::string_view line) {
+  if (line.empty() || line[0] != '#') {
+    return 0;
+  }
+  auto i = skip_digits(line, 1);
+  if (i == 1 || i >= line.size() || line[i] != ' ') {
+    return 0;
+  }
+  auto seconds = i + 1;
+  i = skip_digits(line, seconds);
+  if (i == seconds || i >= line.size() || line[i] != '.') {
+    return 0;
+  }
+  auto fraction = i + 1;
+  i = skip_digits(line, fraction);
+  if (i == fraction) {
+    return 0;
+  }
+  if (i == line.size()) {
+    return i;
+  }
+  return line[i] == ' ' ? i + 1 : 0;
+}
+
+TestSummary summary_of(std::string format, int passed = 0, int failed = 0, int skipped = 0) {
+  TestSummary summary;
+  summary.format = std::move(format);
+  summary.passed = passed;
+  summary.failed = failed;
+  summary.skipped = skipped;
+  return summary;
+}
+
+// Plain digits only: no sign, no spaces, and small enough for an int.
+std::optional<int> parse_count(std::string_view s) {
+  if (s.empty() || s.size() > 9 || skip_digits(s, 0) != s.size()) {
+    return std::nullopt;
+  }
+  int value = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || end != s.data() + s.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// `<count> <word>`, split at the single space.
+std::optional<std::pair<int, std::string_view>> count_item(std::string_view item) {
+  auto space = item.find(' ');
+  if (space == std::string_view::npos) {
+    return std::nullopt;
+  }
+  auto count = parse_count(item.substr(0, space));
+  auto word = item.substr(space + 1);
+  if (!count || word.empty() || word.find(' ') != std::string_view::npos) {
+    return std::nullopt;
+  }
+  return std::pair{*count, word};
+}
+
+// Items separated by `,` and optional spaces; an empty item makes the list unreadable.
+std::optional<std::vector<std::string_view>> comma_items(std::string_view s) {
+  std::vector<std::string_view> items;
+  while (true) {
+    auto comma = s.find(',');
+    auto item = trim_spaces(s.substr(0, comma));
+    if (item.empty()) {
+      return std::nullopt;
+    }
+    items.push_back(item);
+    if (comma == std::string_view::npos) {
+      return items;
+    }
+    s.remove_prefix(comma + 1);
+  }
+}
+
+std::optional<TestSummary> parse_plain(std::string_view s) {
+  auto items = comma_items(s);
+  if (!items) {
+    return std::nullopt;
+  }
+  auto summary = summary_of("plain");
+  std::array<bool, 3> seen{};
+  for (auto item : *items) {
+    auto counted = count_item(item);
+    if (!counted) {
+      return std::nullopt;
+    }
+    auto [count, word] = *counted;
+    std::size_t which = 0;
+    if (word == "passed") {
+      which = 0;
+      summary.passed = count;
+    } else if (word == "failed") {
+      which = 1;
+      summary.failed = count;
+    } else if (word == "skipped") {
+      which = 2;
+      summary.skipped = count;
+    } else {
+      return std::nullopt;
+    }
+    if (seen[which]) {
+      return std::nullopt;
+    }
+    seen[which] = true;
+  }
+  return summary;
+}
+
+// `0.12s`, `61.01s (0:01:01)` past a minute, or `0.12 seconds` (older pytest).
+bool is_pytest_duration(std::string_view s) {
+  auto whole = skip_digits(s, 0);
+  if (whole == 0 || whole >= s.size() || s[whole] != '.') {
+    return false;
+  }
+  auto end = skip_digits(s, whole + 1);
+  if (end == whole + 1) {
+    return false;
+  }
+  auto rest = s.substr(end);
+  if (rest == "s" || rest == " seconds") {
+    return true;
+  }
+  return rest.size() > 4 && rest.starts_with("s (") && rest.back() == ')';
+}
+
+// pytest's `write_sep("=", msg)` pads with at least one `=` a side, one more on the right when
+// the width leaves room for it.
+std::string_view without_pytest_rule(std::string_view s) {
+  if (s.empty() || s.front() != '=') {
+    return s;
+  }
+  auto left = s.find_first_not_of('=');
+  auto right = s.find_last_not_of('=');
+  if (left == std::string_view::npos || s[left] != ' ' || s[right] != ' ' || right <= left) {
+    return {};
+  }
+  return s.substr(left + 1, right - left - 1);
+}
+
+std::optional<TestSummary> parse_pytest(std::string_view s) {
+  auto body = without_pytest_rule(s);
+  auto in = body.find(" in ");
+  if (in == std::string_view::npos || !is_pytest_duration(body.substr(in + 4))) {
+    return std::nullopt;
+  }
+  auto counts = body.substr(0, in);
+  auto summary = summary_of("pytest");
+  if (counts == "no tests ran") {
+    return summary;
+  }
+  auto items = comma_items(counts);
+  if (!items) {
+    return std::nullopt;
+  }
+  // pytest's terminal reporter names each kind once. Older pytest printed its stat keys as they
+  // are (`2 error`, `1 warnings`), so either number of those two nouns is read.
+  constexpr std::array<std::string_view, 11> k_words = {
+      "passed", "failed",  "skipped",  "xfailed", "xpassed",   "error",
+      "errors", "warning", "warnings", "rerun",   "deselected"};
+  std::array<bool, k_words.size()> seen{};
+  for (auto item : *items) {
+    auto counted = count_item(item);
+    if (!counted) {
+      return std::nullopt;
+    }
+    auto [count, word] = *counted;
+    std::size_t which = 0;
+    while (which < k_words.size() && k_words[which] != word) {
+      ++which;
+    }
+    if (which == k_words.size() || seen[which]) {
+      return std::nullopt;
+    }
+    seen[which] = true;
+    if (word == "passed" || word == "xpassed") {
+      summary.passed += count;
+    } else if (word == "failed" || word == "error" || word == "errors") {
+      summary.failed += count;
+    } else if (word == "skipped" || word == "xfailed") {
+      summary.skipped += count;
+    }
+  }
+  return summary;
+}
+
+// `75% tests passed, 1 tests failed out of 4`; what the did-not-run list adds is read apart.
+struct CtestTotals {
+  int failed = 0;
+  int total = 0;
+};
+
+std::optional<CtestTotals> parse_ctest_totals(std::string_view s) {
+  auto percent = skip_digits(s, 0);
+  constexpr std::string_view k_passed = "% tests passed, ";
+  if (percent == 0 || s.substr(percent, k_passed.size()) != k_passed) {
+    return std::nullopt;
+  }
+  auto rest = s.substr(percent + k_passed.size());
+  auto failed_end = skip_digits(rest, 0);
+  constexpr std::string_view k_failed = " tests failed out of ";
+  if (rest.substr(failed_end, k_failed.size()) != k_failed) {
+    return std::nullopt;
+  }
+  auto failed = parse_count(rest.substr(0, failed_end));
+  auto total = parse_count(rest.substr(failed_end + k_failed.size()));
+  if (!failed || !total || *failed > *total) {
+    return std::nullopt;
+  }
+  return CtestTotals{*failed, *total};
+}
+
+enum class NotRun { none, skipped, disabled };
+
+// `\t  4 - name (Skipped)` or `(Disabled)`, under "The following tests did not run:".
+NotRun not_run_entry(std::string_view s) {
+  auto number = skip_digits(s, 0);
+  if (number == 0 || s.substr(number, 3) != " - ") {
+    return NotRun::none;
+  }
+  if (s.ends_with(" (Skipped)")) {
+    return NotRun::skipped;
+  }
+  if (s.ends_with(" (Disabled)")) {
+    return NotRun::disabled;
+  }
+  return NotRun::none;
+}
+
+// BuildKit's replay of a failed step's last log lines: `------`, ` > <vertex name>:`, the lines
+// with their prefixes, `------`. Returns the index just past it, or `i` when none starts there.
+// buildctl prints the frame itself, so its lines carry no prefix; a replayed output line that
+// reads `------` keeps its prefix and does not end the replay.
+std::size_t skip_buildkit_replay(const std::vector<std::string>& raw, std::size_t i) {
+  auto unterminated = [&](std::size_t k) {
+    std::string_view s = raw[k];
+    while (!s.empty() && s.back() == '\r') {
+      s.remove_suffix(1);
+    }
+    return s;
+  };
+  auto rule = [&](std::size_t k) { return unterminated(k) == "------"; };
+  if (i + 2 >= raw.size() || !rule(i)) {
+    return i;
+  }
+  auto title = unterminated(i + 1);
+  // The replayed lines keep their `#N 0.123 ` prefix: output that merely looks like the frame
+  // is not skipped.
+  if (!title.starts_with(" > ") || !title.ends_with(':') ||
+      (!rule(i + 2) && buildkit_prefix_length(raw[i + 2]) == 0)) {
+    return i;
+  }
+  for (auto k = i + 2; k < raw.size(); ++k) {
+    if (rule(k)) {
+      return k + 1;
+    }
+  }
+  return raw.size();
+}
+
+} // namespace
+
+std::string printed_text(std::string_view line) {
+  while (!line.empty() && line.back() == '\r') {
+    line.remove_suffix(1);
+  }
+  line.remove_prefix(buildkit_prefix_length(line));
+  std::string out;
+  out.reserve(line.size());
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    // SGR only (ESC [ digits and semicolons m): the colour pytest and ctest print when forced.
+    if (line[i] == '\x1b' && i + 1 < line.size() && line[i + 1] == '[') {
+      auto end = line.find_first_not_of("0123456789;", i + 2);
+      if (end != std::string_view::npos && line[end] == 'm') {
+        i = end;
+        continue;
+      }
+    }
+    out.push_back(line[i]);
+  }
+  return out;
+}
+
+SmokeCounts find_test_summaries(const std::vector<std::string>& lines) {
+  SmokeCounts counts;
+  std::size_t i = 0;
+  while (i < lines.size()) {
+    auto after_replay = skip_buildkit_replay(lines, i);
+    if (after_replay != i) {
+      i = after_replay;
+      continue;
+    }
+    auto printed = printed_text(lines[i]);
+    auto text = trim_spaces(printed);
+    std::optional<TestSummary> found;
+    if (text == "No tests were found!!!") {
+      found = summary_of("ctest");
+    } else if (auto totals = parse_ctest_totals(text)) {
+      int listed_skipped = 0;
+      int listed_disabled = 0;
+      // The list follows the summary after a blank line, the total time and another blank.
+      auto k = i + 1;
+      bool total_time_seen = false;
+      while (k < lines.size()) {
+        auto next_printed = printed_text(lines[k]);
+        auto next = trim_spaces(next_printed);
+        if (next.empty() || (!total_time_seen && next.starts_with("Total Test time"))) {
+          total_time_seen = total_time_seen || !next.empty();
+          ++k;
+          continue;
+        }
+        if (next == "The following tests did not run:") {
+          for (++k; k < lines.size(); ++k) {
+            auto entry = not_run_entry(trim_spaces(printed_text(lines[k])));
+            if (entry == NotRun::none) {
+              break;
+            }
+            (entry == NotRun::skipped ? listed_skipped : listed_disabled)++;
+          }
+        }
+        break;
+      }
+      // More skipped tests than the total leaves room for cannot be this run's list.
+      if (listed_skipped > totals->total - totals->failed) {
+        listed_skipped = 0;
+        listed_disabled = 0;
+      }
+      found = summary_of("ctest", totals->total - totals->failed - listed_skipped, totals->failed,
+                         listed_skipped + listed_disabled);
+    } else if (auto pytest = parse_pytest(text)) {
+      found = pytest;
+    } else if (auto plain = parse_plain(text)) {
+      found = plain;
+    }
+    if (found) {
+      found->line = static_cast<int>(i + 1);
+      found->text = std::string(text);
+      counts.passed += found->passed;
+      counts.failed += found->failed;
+      counts.skipped += found->skipped;
+      counts.summaries.push_back(std::move(*found));
+    }
+    ++i;
+  }
+  return counts;
+}
+
+} // namespace kiln

@@ -1,0 +1,65 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+
+/// Reads the test results out of what a smoke build's steps printed, for the coverage floors
+/// (min_passed, max_skipped): a smoke stage whose tests asserted nothing must not pass as green,
+/// and an exit status alone cannot tell "all passed" from "nothing ran". Only the closing
+/// summary lines test runners print are read, each as a whole line; a line that merely mentions
+/// "passed" is not a result. The shapes are the ones recorded in tests/fixtures/smoke.
+///
+/// Three formats:
+/// - plain, kiln's own convention for shell smoke scripts: `12 passed, 0 failed, 1 skipped`,
+///   comma-separated `<count> passed|failed|skipped` items in any order, each at most once.
+///   Nothing may stand before or after them (`Tests: 3 passed` is not read).
+/// - pytest's closing line, `==== 2 passed, 1 skipped in 0.12s ====` or bare under `-q`, the
+///   time also as `61.01s (0:01:01)`, or `0.12 seconds` (older pytest). errors count as
+///   failed (a test that could not run its fixture proved nothing); xpassed as passed (under
+///   xfail_strict pytest already reports those as failed); xfailed as skipped (it asserted
+///   nothing that works); deselected, warnings and rerun (the attempts before a retry) are not
+///   tests' outcomes and are left out. `no tests ran` is a summary with nothing in it. Any other
+///   word (another plugin's, such as `2 subtests passed`) makes the line no summary: its counts
+///   could not be placed.
+/// - ctest's `75% tests passed, 1 tests failed out of 4`, and `No tests were found!!!` (nothing
+///   ran). Recorded with ctest 3.25: `out of` counts the tests that ran plus those skipped by
+///   SKIP_RETURN_CODE (or a skip regex), and ctest counts those as passed; DISABLED tests are in
+///   neither. Both kinds are listed after the summary under `The following tests did not run:`
+///   as `(Skipped)` or `(Disabled)`, so passed = total - failed - listed (Skipped), and skipped =
+///   every listed test. A test that could not start (`Not Run`: missing executable or required
+///   file) is already among the failed.
+///
+/// Lines may come raw from a log: a BuildKit plain-progress prefix (`#12 0.345 `), colour
+/// escapes and a trailing `\r` are dropped first, and the lines BuildKit repeats under
+/// `------` / ` > [stage] RUN ...:` when a step fails are not read twice.
+
+/// One closing summary found in the output.
+struct TestSummary {
+  std::string format; // "plain", "pytest" or "ctest"
+  int passed = 0;
+  int failed = 0;
+  int skipped = 0;
+  int line = 0;     // 1-based, in the lines it was found in
+  std::string text; // the line as the runner printed it: no log prefix, colour or `\r`
+};
+
+/// Every summary found, in order, and their sum. No summary at all means the output reported
+/// no results; a summary with all counts zero means a runner said it ran nothing.
+struct SmokeCounts {
+  int passed = 0;
+  int failed = 0;
+  int skipped = 0;
+  std::vector<TestSummary> summaries;
+};
+
+/// Every summary in the lines a build's steps printed (one line per entry), summed.
+SmokeCounts find_test_summaries(const std::vector<std::string>& lines);
+
+/// `line` as the program printed it: without a BuildKit plain-progress prefix, colour (SGR)
+/// escapes and trailing `\r`.
+std::string printed_text(std::string_view line);
+
+} // namespace kiln
