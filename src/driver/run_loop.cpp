@@ -220,6 +220,13 @@ private:
   bool parent_gates(const Stage& stage, const BuildRequest& request, StageRecord& record);
   /// Log a gate verdict, and put a refusal on the console.
   void gate_log(const Stage& stage, const GateRecord& gate);
+  /// A new attempt of `request` on the record, saved before the engine starts so that a kill
+  /// leaves it on disk.
+  AttemptRecord& begin_attempt(StageRecord& record, const BuildRequest& request, int number,
+                               std::string log);
+  /// A stage a gate kept from starting: its record, the run's status, the console line.
+  void not_started(const Stage& stage, StageRecord& record, std::string status,
+                   std::string run_status, size_t index, size_t count);
   /// Push a gated image once it passed: the same build again, every step cached, now with the
   /// push and registry cache export it was built without.
   bool publish(const Stage& stage, const BuildRequest& request, StageRecord& record);
@@ -400,6 +407,40 @@ void Run::drop_registry_cache_after_flakes(const Stage& stage, BuildRequest& req
   m_console.note(message);
 }
 
+/// What the engine's exit and output said about an attempt that started at `start`.
+void record_outcome(AttemptRecord& a, const AttemptOutcome& outcome, Clock::time_point start) {
+  a.seconds = seconds_since(start);
+  a.exit_code = outcome.exit.spawn_error.empty() ? outcome.exit.status_code() : -1;
+  a.steps_run = outcome.progress.steps_run;
+  a.steps_cached = outcome.progress.steps_cached;
+  a.vertices = outcome.progress.vertices;
+  a.vertices_cached = outcome.progress.vertices_cached;
+}
+
+AttemptRecord& Run::begin_attempt(StageRecord& record, const BuildRequest& request, int number,
+                                  std::string log) {
+  AttemptRecord& attempt = record.attempts.emplace_back();
+  attempt.number = number;
+  attempt.started = utc_iso8601(std::chrono::system_clock::now());
+  attempt.log = std::move(log);
+  // Built now, not at the start of the run: the digests of the stages it needs and the cache
+  // tiers it uses are known only now.
+  attempt.command = quoted_command(m_engine.build_argv(request));
+  attempt.registry_cache_dropped = request.drop_registry_cache && has_registry_cache(request);
+  save();
+  return attempt;
+}
+
+void Run::not_started(const Stage& stage, StageRecord& record, std::string status,
+                      std::string run_status, size_t index, size_t count) {
+  record.status = std::move(status);
+  record.ended = utc_iso8601(std::chrono::system_clock::now());
+  m_record.status = std::move(run_status);
+  m_console.note(
+      fmt::format("[{}/{}] {}: not started: {}", index + 1, count, stage.name, record.failure));
+  save();
+}
+
 void Run::gate_log(const Stage& stage, const GateRecord& gate) {
   for (const auto& line : gate_lines(stage.name, gate)) {
     m_folder.log(line);
@@ -478,24 +519,15 @@ std::string Run::post_build_gates(const Stage& stage, StageRecord& record,
 }
 
 bool Run::publish(const Stage& stage, const BuildRequest& request, StageRecord& record) {
-  AttemptRecord attempt;
-  attempt.number = static_cast<int>(record.attempts.size()) + 1;
-  attempt.started = utc_iso8601(std::chrono::system_clock::now());
-  attempt.log = fmt::format("stages/{}.publish.log", stage.name);
-  attempt.command = quoted_command(m_engine.build_argv(request));
-  attempt.reason = "publish: the gated image, built again from the cache with its push";
-  record.attempts.push_back(attempt);
-  save();
+  AttemptRecord& a = begin_attempt(record, request, static_cast<int>(record.attempts.size()) + 1,
+                                   fmt::format("stages/{}.publish.log", stage.name));
+  a.reason = "publish: the gated image, built again from the cache with its push";
   m_folder.log(
-      fmt::format("stage {}: image-env gate passed; publishing: {}", stage.name, attempt.command));
+      fmt::format("stage {}: image-env gate passed; publishing: {}", stage.name, a.command));
   Clock::time_point start = Clock::now();
   AttemptOutcome outcome =
-      run_attempt(m_engine, request, m_folder.path() / attempt.log, [](const BuildProgress&) {});
-  AttemptRecord& a = record.attempts.back();
-  a.seconds = seconds_since(start);
-  a.exit_code = outcome.exit.spawn_error.empty() ? outcome.exit.status_code() : -1;
-  a.steps_run = outcome.progress.steps_run;
-  a.steps_cached = outcome.progress.steps_cached;
+      run_attempt(m_engine, request, m_folder.path() / a.log, [](const BuildProgress&) {});
+  record_outcome(a, outcome, start);
   a.verdict = outcome.exit.ok() ? "ok" : (outcome.exit.interrupted ? "interrupted" : "permanent");
   if (!outcome.exit.ok()) {
     record.failure = fmt::format("the gated image passed, but its publish failed (exit {}); see {}",
@@ -526,17 +558,9 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
   }
 
   for (int n = 1; n <= stage.attempts; ++n) {
-    AttemptRecord attempt;
-    attempt.number = n;
-    attempt.started = utc_iso8601(std::chrono::system_clock::now());
-    attempt.log = RunFolder::attempt_log(stage.name, n);
-    // Built now, not at the start of the run: the digests of the stages it needs and the
-    // cache tiers it uses are known only now.
-    attempt.command = quoted_command(m_engine.build_argv(request));
-    attempt.registry_cache_dropped = request.drop_registry_cache && has_registry_cache(request);
+    const AttemptRecord& attempt =
+        begin_attempt(record, request, n, RunFolder::attempt_log(stage.name, n));
     record.command = attempt.command;
-    record.attempts.push_back(attempt);
-    save();
     m_folder.log(fmt::format("stage {}: attempt {}/{} start: {}", stage.name, n, stage.attempts,
                              attempt.command));
     StageView view{index, count, stage.name, n, stage.attempts, std::nullopt};
@@ -554,12 +578,7 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
                                            }
                                          });
     AttemptRecord& a = record.attempts.back();
-    a.seconds = seconds_since(attempt_start);
-    a.exit_code = outcome.exit.spawn_error.empty() ? outcome.exit.status_code() : -1;
-    a.steps_run = outcome.progress.steps_run;
-    a.steps_cached = outcome.progress.steps_cached;
-    a.vertices = outcome.progress.vertices;
-    a.vertices_cached = outcome.progress.vertices_cached;
+    record_outcome(a, outcome, attempt_start);
     record.seconds = seconds_since(stage_start);
 
     if (outcome.exit.interrupted || interrupt_signal() != 0) {
@@ -590,20 +609,23 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
         m_console.stage_finished("refused: " + refused);
         return StageEnd::refused;
       }
+      // publish() adds an attempt to the record, which may move `a`: keep the build's own.
+      const AttemptRecord built = a;
       if (deferred && !publish(stage, *deferred, record)) {
         m_console.stage_finished("failed: " + record.failure);
         return StageEnd::failed;
       }
-      std::string vertices =
-          a.vertices > 0 ? fmt::format(", {}/{} vertices cached", a.vertices_cached, a.vertices)
-                         : std::string();
+      std::string vertices = built.vertices > 0 ? fmt::format(", {}/{} vertices cached",
+                                                              built.vertices_cached, built.vertices)
+                                                : std::string();
       m_folder.log(fmt::format("stage {}: attempt {}/{} ok in {:.1f}s, {}/{} steps cached{}, "
                                "image {}",
-                               stage.name, n, stage.attempts, a.seconds, a.steps_cached,
-                               a.steps_run, vertices, record.image_id));
+                               stage.name, n, stage.attempts, built.seconds, built.steps_cached,
+                               built.steps_run, vertices, record.image_id));
       m_console.stage_finished(fmt::format(
-          "ok in {}{}", human_duration(a.seconds),
-          a.steps_run > 0 && a.steps_cached == a.steps_run ? " (all steps cached)" : ""));
+          "ok in {}{}", human_duration(built.seconds),
+          built.steps_run > 0 && built.steps_cached == built.steps_run ? " (all steps cached)"
+                                                                       : ""));
       return StageEnd::ok;
     }
 
@@ -736,26 +758,16 @@ int Run::execute(const std::vector<const Stage*>& stages,
         disk_log(line);
       }
       if (!gate.ok) {
-        record.status = "failed";
         record.failure = gate.message;
-        record.ended = utc_iso8601(std::chrono::system_clock::now());
-        m_record.status = "failed:" + stage.name;
         m_folder.log(fmt::format("stage {}: disk floor refused it: {}", stage.name, gate.message));
-        m_console.note(fmt::format("[{}/{}] {}: not started: {}", i + 1, stages.size(), stage.name,
-                                   gate.message));
+        not_started(stage, record, "failed", "failed:" + stage.name, i, stages.size());
         exit_code = k_exit_failed;
-        save();
         continue;
       }
     }
     if (!parent_gates(stage, requests[i], record)) {
-      record.status = "refused";
-      record.ended = utc_iso8601(std::chrono::system_clock::now());
-      m_record.status = "refused:image-env:" + stage.name;
-      m_console.note(fmt::format("[{}/{}] {}: not started: {}", i + 1, stages.size(), stage.name,
-                                 record.failure));
+      not_started(stage, record, "refused", "refused:image-env:" + stage.name, i, stages.size());
       exit_code = k_exit_gate;
-      save();
       continue;
     }
     prepare_budget(stage, requests[i], record);
