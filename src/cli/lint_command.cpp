@@ -1,13 +1,19 @@
 #include "cli/lint_command.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <system_error>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "cli/chain_file.h"
-#include "dockerfile/instructions.h"
 #include "driver/run_loop.h"
 #include "lint/lint.h"
+#include "util/fs.h"
 
 namespace kiln {
 
@@ -60,23 +66,115 @@ int lint_command(const LintArgs& args) {
   }
   options.per_file_dirs.insert(options.per_file_dirs.end(), args.per_file_dirs.begin(),
                                args.per_file_dirs.end());
-  std::vector<LintResult> results;
-  std::string tty;
-  for (const auto& file : files) {
-    auto text = read_dockerfile(file);
-    if (!text) {
-      fmt::print(stderr, "kiln: error: {}\n", text.error());
+  // Each file is read, linted and rendered on its own, so the files are spread over worker
+  // threads; every result lands in its input slot and the output joins them in input order,
+  // the same bytes as one thread would write.
+  struct Slot {
+    LintResult result;
+    std::string rendered; // tty text or JSON elements; SARIF is built from the results
+    std::string error;
+  };
+  enum class Format { tty, json, sarif };
+  Format format = args.format == "json"    ? Format::json
+                  : args.format == "sarif" ? Format::sarif
+                                           : Format::tty;
+  std::vector<Slot> slots(files.size());
+  std::atomic<std::size_t> next{0};
+  auto lint_batches = [&] {
+    // Small batches: one atomic step per file would be contended, one big share per thread
+    // leaves a thread idle when its files are the slower ones.
+    constexpr std::size_t k_batch = 32;
+    std::string text;
+    while (true) {
+      std::size_t begin = next.fetch_add(k_batch);
+      if (begin >= files.size()) {
+        return;
+      }
+      std::size_t end = std::min(begin + k_batch, files.size());
+      for (std::size_t i = begin; i < end; ++i) {
+        auto& slot = slots[i];
+        // read_dockerfile's reading, into one buffer per thread instead of one per file.
+        if (auto read = read_whole_file_into(files[i], text); !read) {
+          slot.error = std::move(read.error());
+          continue;
+        }
+        slot.result = lint_dockerfile(files[i], text, options);
+        if (format == Format::sarif) {
+          continue;
+        }
+        slot.rendered = format == Format::json ? render_json_elements(slot.result)
+                                               : render_tty(slot.result, text);
+        // Once rendered, lint_exit_code only asks whether a finding is left: the others are
+        // freed here, spread over the workers, not one by one on the main thread at the end.
+        auto& findings = slot.result.findings;
+        if (findings.size() > 1) {
+          findings.erase(findings.begin() + 1, findings.end());
+        }
+      }
+    }
+  };
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  auto work = [&] {
+    try {
+      lint_batches();
+    } catch (...) {
+      // Past a worker's end an exception would terminate the process; the caller gets it.
+      std::lock_guard lock(failure_mutex);
+      if (!failure) {
+        failure = std::current_exception();
+      }
+      next = files.size();
+    }
+  };
+  std::size_t threads = std::min<std::size_t>(std::max(1U, std::thread::hardware_concurrency()),
+                                              (files.size() + 63) / 64);
+  std::vector<std::thread> workers;
+  for (std::size_t t = 1; t < threads; ++t) {
+    try {
+      workers.emplace_back(work);
+    } catch (const std::system_error&) {
+      break; // fewer threads still lint every file
+    }
+  }
+  work();
+  for (auto& worker : workers) {
+    worker.join();
+  }
+  if (failure) {
+    std::rethrow_exception(failure);
+  }
+
+  for (const auto& slot : slots) {
+    if (!slot.error.empty()) {
+      fmt::print(stderr, "kiln: error: {}\n", slot.error);
       return k_exit_usage;
     }
-    results.push_back(lint_dockerfile(file, *text, options));
-    tty += render_tty(results.back(), *text);
   }
-  if (args.format == "json") {
-    fmt::print("{}\n", render_json(results));
-  } else if (args.format == "sarif") {
+  std::vector<LintResult> results;
+  results.reserve(slots.size());
+  std::vector<std::string> rendered;
+  rendered.reserve(slots.size());
+  for (auto& slot : slots) {
+    results.push_back(std::move(slot.result));
+    rendered.push_back(std::move(slot.rendered));
+  }
+  if (format == Format::json) {
+    write_json_elements(stdout, rendered);
+    std::fputc('\n', stdout);
+  } else if (format == Format::sarif) {
     fmt::print("{}\n", render_sarif(results));
   } else {
-    fmt::print("{}", tty);
+    std::size_t size = 0;
+    for (const auto& text : rendered) {
+      size += text.size();
+    }
+    std::string tty;
+    tty.reserve(size);
+    for (const auto& text : rendered) {
+      tty += text;
+    }
+    std::fwrite(tty.data(), 1, tty.size(), stdout);
   }
   return lint_exit_code(results);
 }

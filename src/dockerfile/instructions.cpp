@@ -2,13 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "util/fs.h"
 #include "util/strings.h"
 
 namespace kiln {
@@ -35,7 +32,6 @@ bool is_blank_or_comment(std::string_view line) {
   std::string_view text = trim(line);
   return text.empty() || text[0] == '#';
 }
-
 
 std::vector<std::string> physical_lines(std::string_view text) {
   std::vector<std::string> lines = split(text, '\n');
@@ -176,17 +172,7 @@ std::string_view instruction_arguments(std::string_view instruction) {
 }
 
 tl::expected<std::string, std::string> read_dockerfile(const std::filesystem::path& file) {
-  std::error_code error;
-  if (std::filesystem::is_directory(file, error)) {
-    return tl::unexpected(fmt::format("cannot read {}: it is a directory", file.string()));
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    return tl::unexpected(fmt::format("cannot read {}: {}", file.string(), std::strerror(errno)));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_whole_file(file);
 }
 
 } // namespace kiln

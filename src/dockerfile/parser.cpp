@@ -13,16 +13,36 @@
 namespace kiln {
 namespace {
 
-constexpr std::array k_known_keywords = {
-    "add",    "arg",   "cmd",         "copy",  "entrypoint", "env",
-    "expose", "from",  "healthcheck", "label", "maintainer", "onbuild",
-    "run",    "shell", "stopsignal",  "user",  "volume",     "workdir"};
+using namespace std::string_view_literals;
+
+// A switch on the length first: every instruction of every file goes through this test.
+bool is_known_keyword(std::string_view kw) {
+  switch (kw.size()) {
+  case 3:
+    return kw == "add"sv || kw == "arg"sv || kw == "cmd"sv || kw == "env"sv || kw == "run"sv;
+  case 4:
+    return kw == "copy"sv || kw == "from"sv || kw == "user"sv;
+  case 5:
+    return kw == "label"sv || kw == "shell"sv;
+  case 6:
+    return kw == "expose"sv || kw == "volume"sv;
+  case 7:
+    return kw == "onbuild"sv || kw == "workdir"sv;
+  case 10:
+    return kw == "entrypoint"sv || kw == "maintainer"sv || kw == "stopsignal"sv;
+  case 11:
+    return kw == "healthcheck"sv;
+  default:
+    return false;
+  }
+}
 // BuildKit tries JSON on these only; the rest take their arguments verbatim.
-constexpr std::array k_maybe_json = {"add", "cmd", "copy", "entrypoint", "run", "shell", "volume"};
-constexpr std::array k_heredoc_keywords = {"add", "copy", "run"};
+constexpr std::array k_maybe_json = {"add"sv, "cmd"sv,   "copy"sv,  "entrypoint"sv,
+                                     "run"sv, "shell"sv, "volume"sv};
+constexpr std::array k_heredoc_keywords = {"add"sv, "copy"sv, "run"sv};
 
 template <std::size_t N>
-bool contains(const std::array<const char*, N>& set, std::string_view word) {
+bool contains(const std::array<std::string_view, N>& set, std::string_view word) {
   return std::find(set.begin(), set.end(), word) != set.end();
 }
 
@@ -34,7 +54,6 @@ bool is_space(char c) {
 bool is_split_space(char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
 }
-
 
 std::string_view trim_left(std::string_view s) {
   while (!s.empty() && is_space(s.front())) {
@@ -56,6 +75,17 @@ std::string_view trim_newline(std::string_view s) {
     s.remove_suffix(1);
   }
   return s;
+}
+
+// Keywords are ASCII; std::tolower would consult the locale for every character.
+std::string ascii_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') {
+      c = static_cast<char>(c - 'A' + 'a');
+    }
+  }
+  return out;
 }
 
 bool is_comment(std::string_view line) {
@@ -184,6 +214,16 @@ std::string_view extract_flags(std::string_view line, std::size_t base, char esc
     std::string word;
     char quote = 0;
     bool blank_ok = false;
+    // Most flag words hold no quote and no escape: then the word is the text up to a blank.
+    std::size_t end = pos;
+    while (end < line.size() && !is_space(line[end]) && line[end] != '\'' && line[end] != '"' &&
+           line[end] != escape) {
+      ++end;
+    }
+    if (end == line.size() || is_space(line[end])) {
+      word.assign(line.substr(pos, end - pos));
+      pos = end;
+    }
     for (; pos < line.size(); ++pos) {
       char ch = line[pos];
       if (quote == 0 && is_space(ch)) {
@@ -227,7 +267,7 @@ std::vector<std::string> parse_words(std::string_view rest, char escape) {
     if (quote == 0) {
       if (is_space(ch)) {
         if (in_word && (blank_ok || !word.empty())) {
-          words.push_back(word);
+          words.push_back(std::move(word));
         }
         word.clear();
         in_word = false;
@@ -261,7 +301,7 @@ std::vector<std::string> parse_words(std::string_view rest, char escape) {
     word += ch;
   }
   if (in_word && (blank_ok || !word.empty())) {
-    words.push_back(word);
+    words.push_back(std::move(word));
   }
   return words;
 }
@@ -272,10 +312,112 @@ struct JsonArgs {
   std::vector<std::string> values;
 };
 
+bool is_json_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+// The usual shape, an array of ASCII strings with the short escapes, read directly; nullopt
+// for anything else (other values, nesting, \u escapes, bytes past ASCII, any syntax error),
+// which nlohmann then decides, so the result is always nlohmann's.
+std::optional<std::vector<std::string>> plain_string_array(std::string_view s) {
+  std::size_t i = 1; // past the '['
+  auto skip_space = [&] {
+    while (i < s.size() && is_json_space(s[i])) {
+      ++i;
+    }
+  };
+  std::vector<std::string> values;
+  skip_space();
+  if (i < s.size() && s[i] == ']') {
+    ++i;
+  } else {
+    while (true) {
+      skip_space();
+      if (i >= s.size() || s[i] != '"') {
+        return std::nullopt;
+      }
+      ++i;
+      std::string value;
+      while (true) {
+        std::size_t run = i;
+        while (i < s.size()) {
+          auto c = static_cast<unsigned char>(s[i]);
+          if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) {
+            break;
+          }
+          ++i;
+        }
+        value.append(s.data() + run, i - run);
+        if (i >= s.size()) {
+          return std::nullopt;
+        }
+        char c = s[i];
+        if (c == '"') {
+          ++i;
+          break;
+        }
+        if (c != '\\' || i + 1 >= s.size()) {
+          return std::nullopt;
+        }
+        switch (s[i + 1]) {
+        case '"':
+          value += '"';
+          break;
+        case '\\':
+          value += '\\';
+          break;
+        case '/':
+          value += '/';
+          break;
+        case 'b':
+          value += '\b';
+          break;
+        case 'f':
+          value += '\f';
+          break;
+        case 'n':
+          value += '\n';
+          break;
+        case 'r':
+          value += '\r';
+          break;
+        case 't':
+          value += '\t';
+          break;
+        default:
+          return std::nullopt;
+        }
+        i += 2;
+      }
+      values.push_back(std::move(value));
+      skip_space();
+      if (i < s.size() && s[i] == ',') {
+        ++i;
+        continue;
+      }
+      if (i < s.size() && s[i] == ']') {
+        ++i;
+        break;
+      }
+      return std::nullopt;
+    }
+  }
+  skip_space();
+  if (i != s.size()) {
+    return std::nullopt;
+  }
+  return values;
+}
+
 JsonArgs parse_json_array(std::string_view rest) {
   JsonArgs out;
   rest = trim_left(rest);
   if (rest.empty() || rest.front() != '[') {
+    return out;
+  }
+  if (auto values = plain_string_array(rest)) {
+    out.values = std::move(*values);
+    out.is_json = true;
     return out;
   }
   auto parsed = nlohmann::json::parse(rest, nullptr, false);
@@ -301,7 +443,7 @@ std::vector<std::string> heredoc_lex(std::string_view s, bool raw_quotes, bool r
   bool in_word = false;
   auto flush = [&] {
     if (in_word && !word.empty()) {
-      words.push_back(word);
+      words.push_back(std::move(word));
     }
     word.clear();
     in_word = false;
@@ -404,20 +546,21 @@ std::optional<Heredoc> heredoc_from_word(std::string_view word) {
   return Heredoc{words[0], "", expand, chomp};
 }
 
-std::vector<std::string> split_lines(std::string_view text) {
-  std::vector<std::string> lines;
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
   std::size_t start = 0;
   while (start < text.size()) {
     std::size_t nl = text.find('\n', start);
     std::size_t end = nl == std::string_view::npos ? text.size() : nl + 1;
-    lines.emplace_back(text.substr(start, end - start));
+    lines.push_back(text.substr(start, end - start));
     start = end;
   }
   return lines;
 }
 
 tl::expected<void, std::string> fill_args(Instruction& ins, std::string_view rest, char escape) {
-  const std::string& kw = ins.keyword;
+  // A view: std::string == "literal" is an out-of-line compare, a view's is inlined.
+  std::string_view kw = ins.keyword;
   if (kw == "env" || kw == "label") {
     auto words = parse_words(rest, escape);
     if (words.empty()) {
@@ -437,7 +580,10 @@ tl::expected<void, std::string> fill_args(Instruction& ins, std::string_view res
         return tl::unexpected(
             fmt::format("{} must have two arguments", kw == "env" ? "ENV" : "LABEL"));
       }
-      ins.args = {std::string(rest.substr(0, i)), std::string(rest.substr(j))};
+      // emplace_back, not `= {...}`: an initializer list copies every string once more.
+      ins.args.reserve(2);
+      ins.args.emplace_back(rest.substr(0, i));
+      ins.args.emplace_back(rest.substr(j));
       return {};
     }
     for (const auto& word : words) {
@@ -487,12 +633,12 @@ tl::expected<void, std::string> fill_args(Instruction& ins, std::string_view res
       return {};
     }
   }
-  ins.args = {std::string(rest)};
+  ins.args.emplace_back(rest);
   return {};
 }
 
 bool can_contain_heredoc(const Instruction& ins) {
-  if (ins.keyword == "onbuild") {
+  if (std::string_view(ins.keyword) == "onbuild") {
     // ONBUILD RUN <<EOF carries its heredoc for the triggered instruction.
     auto words = split_whitespace(ins.args.empty() ? std::string_view() : ins.args[0]);
     if (words.empty() || !contains(k_heredoc_keywords, lower(words[0]))) {
@@ -504,12 +650,12 @@ bool can_contain_heredoc(const Instruction& ins) {
   return contains(k_heredoc_keywords, ins.keyword) && !ins.json_form;
 }
 
-std::string strip_leading_tabs(std::string_view line) {
+std::string_view strip_leading_tabs(std::string_view line) {
   std::size_t i = 0;
   while (i < line.size() && line[i] == '\t') {
     ++i;
   }
-  return std::string(line.substr(i));
+  return line.substr(i);
 }
 
 } // namespace
@@ -519,7 +665,7 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
   DirectiveParser directives;
   auto lines = split_lines(text);
   if (!lines.empty() && lines[0].starts_with("\xEF\xBB\xBF")) {
-    lines[0].erase(0, 3);
+    lines[0].remove_prefix(3);
   }
   auto directive_at = [&](std::string_view line, int line_no) -> tl::expected<bool, ParseError> {
     auto directive = directives.parse_line(line);
@@ -542,6 +688,12 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
     return true;
   };
 
+  // Reused from one instruction to the next: their buffers are the parser's hottest allocations.
+  std::string line;
+  std::vector<Segment> segments;
+  std::vector<RawFlag> raw_flags;
+  df.instructions.reserve(lines.size()); // at most one per line: the vector never grows
+
   std::size_t next = 0;
   while (next < lines.size()) {
     int start_line = static_cast<int>(next) + 1;
@@ -558,8 +710,8 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
     if (!continued && first.empty()) {
       continue;
     }
-    std::string line(first);
-    std::vector<Segment> segments{{0, start_line, lead + 1}};
+    line.assign(first);
+    segments.assign(1, Segment{0, start_line, lead + 1});
     bool empty_continuation = false;
     int end_line = start_line;
     while (continued && next < lines.size()) {
@@ -596,14 +748,15 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
     if (kw_begin == kw_end) {
       continue; // only escapes and blanks, such as a lone continuation at the end of the file
     }
-    Instruction ins;
-    ins.keyword = lower(std::string_view(line).substr(kw_begin, kw_end - kw_begin));
-    ins.original = std::string(trim_space(line));
+    // Built in place: a finished Instruction moved into the vector would cost a dozen moves.
+    Instruction& ins = df.instructions.emplace_back();
+    ins.keyword = ascii_lower(std::string_view(line).substr(kw_begin, kw_end - kw_begin));
+    ins.original = trim_space(line);
     ins.start = position_of(segments, kw_begin);
     auto fail = [&](std::string message) {
       return tl::unexpected(ParseError{ins.start, std::move(message)});
     };
-    if (!contains(k_known_keywords, ins.keyword)) {
+    if (!is_known_keyword(ins.keyword)) {
       return fail(fmt::format("unknown instruction: {}",
                               std::string_view(line).substr(kw_begin, kw_end - kw_begin)));
     }
@@ -611,7 +764,7 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
     while (args_begin < line.size() && is_split_space(line[args_begin])) {
       ++args_begin;
     }
-    std::vector<RawFlag> raw_flags;
+    raw_flags.clear();
     std::string_view rest = trim_space(
         extract_flags(std::string_view(line).substr(args_begin), args_begin, df.escape, raw_flags));
     for (const auto& f : raw_flags) {
@@ -635,7 +788,7 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
         while (next < lines.size()) {
           std::string_view body = lines[next++];
           end_line = static_cast<int>(next);
-          std::string candidate(trim_newline(body));
+          std::string_view candidate = trim_newline(body);
           if (heredoc->chomp) {
             candidate = strip_leading_tabs(candidate);
           }
@@ -643,7 +796,7 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
             terminated = true;
             break;
           }
-          heredoc->content += heredoc->chomp ? strip_leading_tabs(body) : std::string(body);
+          heredoc->content += heredoc->chomp ? strip_leading_tabs(body) : body;
         }
         if (!terminated) {
           return fail("unterminated heredoc");
@@ -652,7 +805,6 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
       }
     }
     ins.end = {end_line, static_cast<int>(trim_newline(lines[end_line - 1]).size())};
-    df.instructions.push_back(std::move(ins));
   }
   if (df.instructions.empty()) {
     return tl::unexpected(
@@ -842,6 +994,11 @@ private:
 
 ExpandResult expand_words(std::string_view text, const std::map<std::string, std::string>& vars,
                           char escape) {
+  // Without a `$`, a quote or the escape there is nothing to process: the text is the value.
+  if (std::none_of(text.begin(), text.end(),
+                   [escape](char c) { return c == '$' || c == '\'' || c == '"' || c == escape; })) {
+    return {std::string(text), {}};
+  }
   return Expander(text, vars, escape).run();
 }
 

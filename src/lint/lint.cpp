@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdio>
+#include <iterator>
 #include <set>
 #include <utility>
 
@@ -67,8 +69,7 @@ std::vector<std::string_view> split_lines(std::string_view text) {
   return lines;
 }
 
-std::string_view line_at(std::string_view text, int line) {
-  auto lines = split_lines(text);
+std::string_view line_at(const std::vector<std::string_view>& lines, int line) {
   if (line < 1 || line > static_cast<int>(lines.size())) {
     return {};
   }
@@ -124,6 +125,90 @@ std::optional<Suppression> parse_suppression(std::string_view line) {
   return s;
 }
 
+// Length of the well-formed UTF-8 sequence at `i`, 0 when the bytes there are not one.
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  auto cont = [&](std::size_t k) { return k < s.size() && (byte(k) & 0xC0) == 0x80; };
+  unsigned char c = byte(i);
+  if (c >= 0xC2 && c <= 0xDF) {
+    return cont(i + 1) ? 2 : 0;
+  }
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!cont(i + 1) || !cont(i + 2)) {
+      return 0;
+    }
+    unsigned char c1 = byte(i + 1);
+    bool overlong = c == 0xE0 && c1 < 0xA0;
+    bool surrogate = c == 0xED && c1 >= 0xA0;
+    return overlong || surrogate ? 0 : 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!cont(i + 1) || !cont(i + 2) || !cont(i + 3)) {
+      return 0;
+    }
+    unsigned char c1 = byte(i + 1);
+    bool overlong = c == 0xF0 && c1 < 0x90;
+    bool too_big = c == 0xF4 && c1 >= 0x90;
+    return overlong || too_big ? 0 : 4;
+  }
+  return 0;
+}
+
+// A JSON string as nlohmann's dump writes it (short escapes, other control characters as
+// \u00xx, everything else verbatim), except that bytes which are not UTF-8 become U+FFFD
+// where nlohmann would throw: a file name or a quoted Dockerfile word can hold any bytes.
+void append_json_string(std::string& out, std::string_view s) {
+  out += '"';
+  std::size_t run = 0; // start of the bytes not yet copied
+  auto flush = [&](std::size_t i) { out.append(s.data() + run, i - run); };
+  for (std::size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+      ++i;
+      continue;
+    }
+    if (c >= 0x80) {
+      if (auto n = utf8_length(s, i); n != 0) {
+        i += n;
+        continue;
+      }
+      flush(i);
+      out += "\\ufffd";
+      run = ++i;
+      continue;
+    }
+    flush(i);
+    switch (c) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\b':
+      out += "\\b";
+      break;
+    case '\f':
+      out += "\\f";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    default:
+      fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
+    }
+    run = ++i;
+  }
+  flush(s.size());
+  out += '"';
+}
+
 std::vector<LintFinding> all_findings(const std::vector<LintResult>& results) {
   std::vector<LintFinding> out;
   for (const auto& result : results) {
@@ -140,7 +225,7 @@ std::vector<LintFinding> all_findings(const std::vector<LintResult>& results) {
 LintFinding make_finding(const LintContext& ctx, const Instruction& ins, std::string_view needle,
                          std::string rule, std::string message, int from_column) {
   LintFinding f{ctx.file, ins.start.line, ins.start.column, std::move(rule), std::move(message)};
-  auto line = line_at(ctx.text, ins.start.line);
+  auto line = line_at(ctx.lines, ins.start.line);
   auto from = static_cast<std::size_t>(std::max(from_column, 1) - 1);
   if (!needle.empty() && from <= line.size()) {
     if (auto pos = line.find(needle, from); pos != std::string_view::npos) {
@@ -152,6 +237,9 @@ LintFinding make_finding(const LintContext& ctx, const Instruction& ins, std::st
 
 std::vector<std::string> shell_variable_refs(std::string_view script) {
   std::vector<std::string> names;
+  if (script.find('$') == std::string_view::npos) {
+    return names; // most scripts expand nothing; memchr says so faster than the scan below
+  }
   auto is_start = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
   auto is_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   bool in_double = false;
@@ -217,10 +305,32 @@ std::map<std::string, std::string> parse_mount(std::string_view value) {
   return out;
 }
 
+std::optional<std::string_view> mount_option(std::string_view value, std::string_view key) {
+  std::optional<std::string_view> found;
+  std::size_t pos = 0;
+  while (pos <= value.size()) {
+    auto comma = value.find(',', pos);
+    auto item = value.substr(pos, comma == std::string_view::npos ? value.npos : comma - pos);
+    auto eq = item.find('=');
+    auto item_key = item.substr(0, eq);
+    if (item_key.size() == key.size() &&
+        std::equal(item_key.begin(), item_key.end(), key.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == static_cast<unsigned char>(b);
+        })) {
+      found = eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1);
+    }
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    pos = comma + 1;
+  }
+  return found;
+}
+
 std::vector<std::vector<const Instruction*>> split_stages(const Dockerfile& df) {
   std::vector<std::vector<const Instruction*>> stages;
   for (const auto& ins : df.instructions) {
-    if (ins.keyword == "from") {
+    if (keyword_is(ins, "from")) {
       stages.emplace_back();
     }
     if (!stages.empty()) {
@@ -240,7 +350,7 @@ LintResult lint_dockerfile(const std::string& file_name, std::string_view text,
                     "parse-error", parsed.error().message};
     return result;
   }
-  LintContext ctx{file_name, *parsed, text, options};
+  LintContext ctx{file_name, *parsed, text, options, split_lines(text), split_stages(*parsed)};
   std::vector<LintFinding> findings;
   check_leak_env_name(ctx, findings);
   check_leak_address(ctx, findings);
@@ -250,9 +360,14 @@ LintResult lint_dockerfile(const std::string& file_name, std::string_view text,
   check_whole_dir_mount(ctx, findings);
 
   // Suppressions bind to the instruction starting on the next line; findings carry that line.
-  auto lines = split_lines(text);
+  const auto& lines = ctx.lines;
   std::map<int, Suppression> by_line;
+  // A file that never mentions the marker has no suppression comment to look for.
+  bool has_marker = text.find(k_suppress_marker) != std::string_view::npos;
   for (const auto& ins : parsed->instructions) {
+    if (!has_marker) {
+      break;
+    }
     int above = ins.start.line - 1;
     if (above < 1 || above > static_cast<int>(lines.size())) {
       continue;
@@ -288,9 +403,13 @@ std::string render_tty(const LintResult& result, std::string_view text) {
   // format_diagnostic rereads the file and labels everything `error:`; the linter has the
   // text in hand and names the rule instead, so it draws the same caret itself.
   std::string out;
+  if (!result.parse_error && result.findings.empty()) {
+    return out;
+  }
+  auto lines = split_lines(text);
   auto render = [&](const LintFinding& f) {
     out += fmt::format("{}:{}:{}: {}: {}\n", f.file, f.line, f.column, f.rule, f.message);
-    auto line = line_at(text, f.line);
+    auto line = line_at(lines, f.line);
     if (line.empty()) {
       return;
     }
@@ -310,16 +429,94 @@ std::string render_tty(const LintResult& result, std::string_view text) {
   return out;
 }
 
-std::string render_json(const std::vector<LintResult>& results) {
-  auto out = nlohmann::json::array();
-  for (const auto& f : all_findings(results)) {
-    out.push_back({{"file", f.file},
-                   {"line", f.line},
-                   {"column", f.column},
-                   {"rule", f.rule},
-                   {"message", f.message}});
+std::string render_json_elements(const LintResult& result) {
+  std::string out;
+  auto render = [&](const LintFinding& f) {
+    if (!out.empty()) {
+      out += ",\n";
+    }
+    // nlohmann's dump(2) layout, keys in its sorted order, so the output stays byte for byte
+    // what it was when the array was built as a json value.
+    out += "  {\n    \"column\": ";
+    fmt::format_to(std::back_inserter(out), "{}", f.column);
+    out += ",\n    \"file\": ";
+    append_json_string(out, f.file);
+    out += ",\n    \"line\": ";
+    fmt::format_to(std::back_inserter(out), "{}", f.line);
+    out += ",\n    \"message\": ";
+    append_json_string(out, f.message);
+    out += ",\n    \"rule\": ";
+    append_json_string(out, f.rule);
+    out += "\n  }";
+  };
+  if (result.parse_error) {
+    render(*result.parse_error);
   }
-  return out.dump(2);
+  for (const auto& f : result.findings) {
+    render(f);
+  }
+  return out;
+}
+
+namespace {
+
+// The array around render_json_elements' parts, empty parts skipped; `emit` takes each piece.
+template <typename Emit> void json_array(const std::vector<std::string>& parts, Emit emit) {
+  bool any = false;
+  for (const auto& part : parts) {
+    if (part.empty()) {
+      continue;
+    }
+    emit(std::string_view(any ? ",\n" : "[\n"));
+    emit(std::string_view(part));
+    any = true;
+  }
+  emit(std::string_view(any ? "\n]" : "[]"));
+}
+
+} // namespace
+
+std::string join_json_elements(const std::vector<std::string>& parts) {
+  std::size_t size = 4;
+  for (const auto& part : parts) {
+    size += part.size() + 2;
+  }
+  std::string out;
+  out.reserve(size);
+  json_array(parts, [&](std::string_view piece) { out += piece; });
+  return out;
+}
+
+void write_json_elements(std::FILE* out, const std::vector<std::string>& parts) {
+  // Pieces gathered into large chunks: through stdio's own small buffer every few KB would
+  // cost a write call, and joining everything first would copy megabytes for nothing.
+  constexpr std::size_t k_chunk = std::size_t{1} << 20;
+  std::string chunk;
+  chunk.reserve(k_chunk);
+  auto flush = [&] {
+    std::fwrite(chunk.data(), 1, chunk.size(), out);
+    chunk.clear();
+  };
+  json_array(parts, [&](std::string_view piece) {
+    if (chunk.size() + piece.size() > k_chunk) {
+      flush();
+    }
+    if (piece.size() > k_chunk) {
+      std::fwrite(piece.data(), 1, piece.size(), out);
+    } else {
+      chunk += piece;
+    }
+  });
+  flush();
+}
+
+std::string render_json(const std::vector<LintResult>& results) {
+  std::vector<std::string> parts;
+  parts.reserve(results.size());
+  for (const auto& result : results) {
+    parts.push_back(render_json_elements(result));
+  }
+  return join_json_elements(parts);
 }
 
 std::string render_sarif(const std::vector<LintResult>& results) {

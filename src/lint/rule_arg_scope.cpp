@@ -1,7 +1,5 @@
 #include <algorithm>
 #include <cctype>
-#include <map>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -11,27 +9,46 @@
 namespace kiln {
 namespace {
 
-
-bool is_runtime_only(const std::string& keyword) {
+bool is_runtime_only(const Instruction& ins) {
   // These run in the container, where no ARG exists at all; the image's ENV is what counts.
-  return keyword == "cmd" || keyword == "entrypoint" || keyword == "healthcheck" ||
-         keyword == "shell" || keyword == "onbuild" || keyword == "maintainer";
+  return keyword_is(ins, "cmd") || keyword_is(ins, "entrypoint") ||
+         keyword_is(ins, "healthcheck") || keyword_is(ins, "shell") || keyword_is(ins, "onbuild") ||
+         keyword_is(ins, "maintainer");
+}
+
+// Names are few per file: a vector searched in order beats building sets for every file.
+using NameList = std::vector<std::string_view>;
+
+bool has(const NameList& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+void add_unique(NameList& names, std::string_view name) {
+  if (!has(names, name)) {
+    names.push_back(name);
+  }
 }
 
 // The names an instruction expands, Dockerfile-level or (for RUN) in its shell script.
-std::vector<std::string> used_names(const Instruction& ins, char escape) {
-  std::vector<std::string> names;
-  auto add = [&](const std::vector<std::string>& more) {
-    for (const auto& n : more) {
+void used_names(const Instruction& ins, char escape, std::vector<std::string>& names) {
+  names.clear();
+  auto add = [&](std::vector<std::string>&& more) {
+    for (auto& n : more) {
       if (std::find(names.begin(), names.end(), n) == names.end()) {
-        names.push_back(n);
+        names.push_back(std::move(n));
       }
     }
   };
+  // Only `$` references a variable: text without one names nothing, whatever its quoting.
+  auto expanded = [&](const std::string& text) {
+    if (text.find('$') != std::string::npos) {
+      add(expand_words(text, {}, escape).unset);
+    }
+  };
   for (const auto& flag : ins.flags) {
-    add(expand_words(flag.value, {}, escape).unset);
+    expanded(flag.value);
   }
-  if (ins.keyword == "run") {
+  if (keyword_is(ins, "run")) {
     // The JSON form execs directly: no shell, so `$X` stays literal text.
     if (!ins.json_form) {
       for (const auto& arg : ins.args) {
@@ -41,16 +58,22 @@ std::vector<std::string> used_names(const Instruction& ins, char escape) {
         add(shell_variable_refs(doc.content));
       }
     }
-    return names;
+    return;
   }
-  bool pairs = ins.keyword == "env" || ins.keyword == "label" || ins.keyword == "arg";
+  bool is_arg = keyword_is(ins, "arg");
+  bool pairs = is_arg || keyword_is(ins, "env") || keyword_is(ins, "label");
   for (std::size_t i = pairs ? 1 : 0; i < ins.args.size(); i += pairs ? 2 : 1) {
-    if (ins.keyword == "arg" && !((i / 2) < ins.arg_has_value.size() && ins.arg_has_value[i / 2])) {
+    if (is_arg && !((i / 2) < ins.arg_has_value.size() && ins.arg_has_value[i / 2])) {
       continue;
     }
-    add(expand_words(ins.args[i], {}, escape).unset);
+    expanded(ins.args[i]);
   }
-  return names;
+}
+
+void add_keys(const Instruction& ins, NameList& names) {
+  for (std::size_t i = 0; i < ins.args.size(); i += 2) {
+    add_unique(names, ins.args[i]);
+  }
 }
 
 } // namespace
@@ -60,55 +83,62 @@ std::vector<std::string> used_names(const Instruction& ins, char escape) {
 // `cp $SRC/* $DST` silently collapse instead of failing.
 void check_arg_scope(const LintContext& ctx, std::vector<LintFinding>& out) {
   const auto& options = ctx.options;
-  std::set<std::string> globals;
+  NameList globals;
   for (const auto& ins : ctx.dockerfile.instructions) {
-    if (ins.keyword == "from") {
+    if (keyword_is(ins, "from")) {
       break;
     }
-    if (ins.keyword == "arg") {
-      for (std::size_t i = 0; i < ins.args.size(); i += 2) {
-        globals.insert(ins.args[i]);
-      }
+    if (keyword_is(ins, "arg")) {
+      add_keys(ins, globals);
     }
   }
-  auto stages = split_stages(ctx.dockerfile);
-  std::vector<std::set<std::string>> stage_args(stages.size());
+  const auto& stages = ctx.stages;
+  std::vector<NameList> stage_args(stages.size());
+  bool any_arg = !globals.empty();
   for (std::size_t s = 0; s < stages.size(); ++s) {
     for (const auto* ins : stages[s]) {
-      if (ins->keyword == "arg") {
-        for (std::size_t i = 0; i < ins->args.size(); i += 2) {
-          stage_args[s].insert(ins->args[i]);
+      if (keyword_is(*ins, "arg")) {
+        add_keys(*ins, stage_args[s]);
+      }
+    }
+    any_arg = any_arg || !stage_args[s].empty();
+  }
+  if (!any_arg) {
+    return; // a name is only out of scope when some ARG somewhere declares it
+  }
+
+  // (stage name, ENV names), later stages of the same name replacing earlier ones.
+  std::vector<std::pair<std::string, NameList>> env_by_stage_name;
+  std::vector<std::string> names;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    NameList declared;
+    NameList env;
+    const auto& from = *stages[s].front();
+    if (!from.args.empty()) {
+      auto base = lower(from.args[0]);
+      for (const auto& [name, stage_env] : env_by_stage_name) {
+        if (name == base) {
+          env = stage_env;
         }
       }
     }
-  }
-
-  std::map<std::string, std::set<std::string>> env_by_stage_name;
-  for (std::size_t s = 0; s < stages.size(); ++s) {
-    std::set<std::string> declared;
-    std::set<std::string> env;
-    const auto& from = *stages[s].front();
-    if (!from.args.empty()) {
-      if (auto it = env_by_stage_name.find(lower(from.args[0])); it != env_by_stage_name.end()) {
-        env = it->second;
-      }
-    }
     for (const auto* ins : stages[s]) {
-      if (ins->keyword == "from" || is_runtime_only(ins->keyword)) {
+      if (keyword_is(*ins, "from") || is_runtime_only(*ins)) {
         continue;
       }
-      for (const auto& name : used_names(*ins, ctx.dockerfile.escape)) {
-        if (declared.count(name) != 0 || env.count(name) != 0 ||
+      used_names(*ins, ctx.dockerfile.escape, names);
+      for (const auto& name : names) {
+        if (has(declared, name) || has(env, name) ||
             std::find(options.known_names.begin(), options.known_names.end(), name) !=
                 options.known_names.end()) {
           continue;
         }
         std::string where;
-        if (globals.count(name) != 0) {
+        if (has(globals, name)) {
           where = "before the first FROM";
         } else {
           for (std::size_t other = 0; other < stages.size(); ++other) {
-            if (other != s && stage_args[other].count(name) != 0) {
+            if (other != s && has(stage_args[other], name)) {
               where = fmt::format("in stage {}", other);
               break;
             }
@@ -125,18 +155,21 @@ void check_arg_scope(const LintContext& ctx, std::vector<LintFinding>& out) {
                                      "`ARG {}` to this stage before its use",
                                      name, where, name)));
       }
-      if (ins->keyword == "arg") {
-        for (std::size_t i = 0; i < ins->args.size(); i += 2) {
-          declared.insert(ins->args[i]);
-        }
-      } else if (ins->keyword == "env") {
-        for (std::size_t i = 0; i < ins->args.size(); i += 2) {
-          env.insert(ins->args[i]);
-        }
+      if (keyword_is(*ins, "arg")) {
+        add_keys(*ins, declared);
+      } else if (keyword_is(*ins, "env")) {
+        add_keys(*ins, env);
       }
     }
     if (from.args.size() == 3) {
-      env_by_stage_name[lower(from.args[2])] = env;
+      auto name = lower(from.args[2]);
+      auto it = std::find_if(env_by_stage_name.begin(), env_by_stage_name.end(),
+                             [&](const auto& entry) { return entry.first == name; });
+      if (it != env_by_stage_name.end()) {
+        it->second = env;
+      } else {
+        env_by_stage_name.emplace_back(std::move(name), env);
+      }
     }
   }
 }

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -20,9 +21,16 @@ std::string strip_slash(std::string path) {
 // passes, but every builder recompiles from scratch and nobody notices the remote cache is gone.
 void check_cache_arg_missing(const LintContext& ctx, std::vector<LintFinding>& out) {
   const auto& options = ctx.options;
-  for (const auto& stage : split_stages(ctx.dockerfile)) {
+  std::vector<std::string> targets; // options.cache_targets without trailing slashes, on demand
+  for (const auto& stage : ctx.stages) {
+    bool mounts = std::any_of(stage.begin(), stage.end(), [](const Instruction* ins) {
+      return keyword_is(*ins, "run") && !ins->flags.empty();
+    });
+    if (!mounts) {
+      continue; // the common stage: no RUN flag at all, so nothing to find
+    }
     bool declared = std::any_of(stage.begin(), stage.end(), [&](const Instruction* ins) {
-      if (ins->keyword != "arg") {
+      if (!keyword_is(*ins, "arg")) {
         return false;
       }
       for (std::size_t i = 0; i < ins->args.size(); i += 2) {
@@ -36,23 +44,29 @@ void check_cache_arg_missing(const LintContext& ctx, std::vector<LintFinding>& o
       continue;
     }
     for (const auto* ins : stage) {
-      if (ins->keyword != "run") {
+      if (!keyword_is(*ins, "run")) {
         continue;
       }
       for (const auto& flag : ins->flags) {
         if (flag.name != "mount") {
           continue;
         }
-        auto mount = parse_mount(flag.value);
-        if (mount["type"] != "cache") {
+        if (mount_option(flag.value, "type").value_or("") != "cache") {
           continue;
         }
-        std::string target = mount.count("target") != 0 ? mount["target"]
-                             : mount.count("dst") != 0  ? mount["dst"]
-                                                        : mount["destination"];
-        target = strip_slash(target);
-        bool listed = std::any_of(options.cache_targets.begin(), options.cache_targets.end(),
-                                  [&](const std::string& t) { return strip_slash(t) == target; });
+        auto target_option = mount_option(flag.value, "target");
+        if (!target_option) {
+          target_option = mount_option(flag.value, "dst");
+        }
+        if (!target_option) {
+          target_option = mount_option(flag.value, "destination");
+        }
+        std::string target = strip_slash(std::string(target_option.value_or("")));
+        if (targets.empty()) {
+          std::transform(options.cache_targets.begin(), options.cache_targets.end(),
+                         std::back_inserter(targets), strip_slash);
+        }
+        bool listed = std::find(targets.begin(), targets.end(), target) != targets.end();
         if (!listed) {
           continue;
         }

@@ -10,8 +10,8 @@ namespace kiln {
 void check_leak_address(const LintContext& ctx, std::vector<LintFinding>& out) {
   const char escape = ctx.dockerfile.escape;
   for (const auto& ins : ctx.dockerfile.instructions) {
-    bool is_env = ins.keyword == "env";
-    if (!is_env && ins.keyword != "arg") {
+    bool is_env = keyword_is(ins, "env");
+    if (!is_env && !keyword_is(ins, "arg")) {
       continue;
     }
     for (std::size_t i = 0; i + 1 < ins.args.size(); i += 2) {

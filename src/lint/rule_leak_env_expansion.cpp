@@ -9,11 +9,16 @@ namespace kiln {
 // image's ENV carries the endpoint under a name nobody refuses.
 void check_leak_env_expansion(const LintContext& ctx, std::vector<LintFinding>& out) {
   for (const auto& ins : ctx.dockerfile.instructions) {
-    if (ins.keyword != "env") {
+    if (!keyword_is(ins, "env")) {
       continue;
     }
     for (std::size_t i = 0; i + 1 < ins.args.size(); i += 2) {
       const auto& name = ins.args[i];
+      // Only `$` references a variable: a value without one copies nothing. Tested first, as
+      // it is much cheaper than the name patterns.
+      if (ins.args[i + 1].find('$') == std::string::npos) {
+        continue;
+      }
       // The name itself is already refused by leak-env-name; one finding per fault.
       if (build_host_name(name, ctx.options.extra_names)) {
         continue;

@@ -9,7 +9,7 @@ namespace kiln {
 // fails before a long build instead of after it.
 void check_leak_env_name(const LintContext& ctx, std::vector<LintFinding>& out) {
   for (const auto& ins : ctx.dockerfile.instructions) {
-    if (ins.keyword != "env") {
+    if (!keyword_is(ins, "env")) {
       continue;
     }
     for (std::size_t i = 0; i + 1 < ins.args.size(); i += 2) {

@@ -42,6 +42,9 @@ std::vector<std::string> split_blank(const std::string& s) {
 // the whole directory puts every file in the cache key, so any edit invalidates every layer.
 void check_whole_dir_mount(const LintContext& ctx, std::vector<LintFinding>& out) {
   const auto& dirs = ctx.options.per_file_dirs;
+  if (dirs.empty()) {
+    return; // nothing is per-file-only, so nothing can be used whole
+  }
   auto listed = [&](const std::string& source) {
     auto norm = normalize(source);
     return std::any_of(dirs.begin(), dirs.end(),
@@ -53,7 +56,7 @@ void check_whole_dir_mount(const LintContext& ctx, std::vector<LintFinding>& out
                        source);
   };
   for (const auto& ins : ctx.dockerfile.instructions) {
-    if (ins.keyword == "run") {
+    if (keyword_is(ins, "run")) {
       for (const auto& flag : ins.flags) {
         if (flag.name != "mount") {
           continue;
@@ -77,7 +80,7 @@ void check_whole_dir_mount(const LintContext& ctx, std::vector<LintFinding>& out
         }
         out.push_back(std::move(f));
       }
-    } else if (ins.keyword == "copy" && ins.heredocs.empty()) {
+    } else if (keyword_is(ins, "copy") && ins.heredocs.empty()) {
       auto words = ins.json_form ? ins.args : split_blank(ins.args.empty() ? "" : ins.args[0]);
       for (std::size_t i = 0; i + 1 < words.size(); ++i) {
         if (!listed(words[i])) {

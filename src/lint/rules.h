@@ -1,6 +1,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,7 +16,17 @@ struct LintContext {
   const Dockerfile& dockerfile;
   std::string_view text;
   const LintOptions& options;
+  /// `text` split once, `\r\n` and `\n` endings dropped: findings look up their line here.
+  std::vector<std::string_view> lines;
+  /// split_stages(dockerfile), computed once for the rules that walk stage by stage.
+  std::vector<std::vector<const Instruction*>> stages;
 };
+
+/// `ins.keyword == keyword`, lengths compared first: std::string == "literal" is an
+/// out-of-line compare, and the rules test keywords of every instruction many times over.
+inline bool keyword_is(const Instruction& ins, std::string_view keyword) {
+  return std::string_view(ins.keyword) == keyword;
+}
 
 /// A finding on `ins`'s start line, at the first `needle` on that line (searched from
 /// `from_column`), else at the keyword: continuation lines and heredocs have no single column.
@@ -28,6 +39,11 @@ std::vector<std::string> shell_variable_refs(std::string_view script);
 
 /// `type=cache,target=/x` as a map; keys lower-case, `src`/`dst`/`destination` kept as written.
 std::map<std::string, std::string> parse_mount(std::string_view value);
+
+/// parse_mount(value)[key] without building the map: the value of the last item whose key is
+/// `key` (given lower-case; compared ignoring case), "" for an item without `=`, nullopt when
+/// no item has that key.
+std::optional<std::string_view> mount_option(std::string_view value, std::string_view key);
 
 /// Instructions grouped by stage; instructions before the first FROM are not in any stage.
 std::vector<std::vector<const Instruction*>> split_stages(const Dockerfile& df);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -72,6 +73,63 @@ tl::expected<std::string, std::string> read_file(const std::filesystem::path& pa
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+tl::expected<void, std::string> read_whole_file_into(const std::filesystem::path& path,
+                                                     std::string& text) {
+  text.clear();
+  auto fail = [&](int error) {
+    return tl::unexpected(fmt::format("cannot read {}: {}", path.string(), std::strerror(error)));
+  };
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return fail(errno);
+  }
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    int saved = errno;
+    ::close(fd);
+    return fail(saved);
+  }
+  if (S_ISDIR(info.st_mode)) {
+    ::close(fd);
+    return tl::unexpected(fmt::format("cannot read {}: it is a directory", path.string()));
+  }
+  // st_size is exact for a regular file; pipes and /proc files report 0 or less than they
+  // hold, so the loop reads on until end of file whatever the size said.
+  bool sized = S_ISREG(info.st_mode) && info.st_size > 0;
+  text.resize(sized ? static_cast<std::size_t>(info.st_size) + 1 : 4096);
+  std::size_t size = 0;
+  while (true) {
+    if (size == text.size()) {
+      text.resize(text.size() * 2);
+    }
+    ssize_t n = ::read(fd, text.data() + size, text.size() - size);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      int saved = errno;
+      ::close(fd);
+      text.clear();
+      return fail(saved);
+    }
+    if (n == 0) {
+      break;
+    }
+    size += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  text.resize(size);
+  return {};
+}
+
+tl::expected<std::string, std::string> read_whole_file(const std::filesystem::path& path) {
+  std::string text;
+  if (auto read = read_whole_file_into(path, text); !read) {
+    return tl::unexpected(std::move(read.error()));
+  }
+  return text;
 }
 
 AppendFile::AppendFile(AppendFile&& other) noexcept : m_fd(other.m_fd) {

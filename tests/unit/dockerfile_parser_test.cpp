@@ -5,8 +5,13 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include "dockerfile/instructions.h"
 
 namespace kiln {
 namespace {
@@ -245,6 +250,63 @@ TEST(DockerfileParserScopes, EmptyDefaultOverridesGlobal) {
   auto stages = scopes("ARG V=1\nFROM a\nARG V=\nENV OUT=[$V]\n");
   ASSERT_EQ(stages.size(), 1u);
   EXPECT_EQ(stages[0].env.at("OUT"), "[]");
+}
+
+// JSON arguments of plain ASCII strings are read without nlohmann; whatever that fast path
+// does not handle must still come out as nlohmann decides it, JSON form or shell form.
+TEST(DockerfileParser, JsonFormFastPathAgreesWithJson) {
+  struct Case {
+    std::string args;
+    bool json_form;
+    Names values;
+  };
+  const std::vector<Case> cases = {
+      {R"(["a", "b\"c", "d\\e", "f\/g", "h\ti"])", true, {"a", "b\"c", "d\\e", "f/g", "h\ti"}},
+      {R"([ "sh" , "-c" ,"x" ])", true, {"sh", "-c", "x"}},
+      {"[]", true, {}},
+      {"[ ]", true, {}},
+      {R"(["\u0041\u00e9"])", true, {"A\xC3\xA9"}},
+      {"[\"caf\xC3\xA9\"]", true, {"caf\xC3\xA9"}},
+      {R"(["a",])", false, {R"(["a",])"}},
+      {R"(["a"] x)", false, {R"(["a"] x)"}},
+      {R"(["a" "b"])", false, {R"(["a" "b"])"}},
+      {R"(["a)", false, {R"(["a)"}},
+      {"[\"a\tb\"]", false, {"[\"a\tb\"]"}},
+      {R"(["\x"])", false, {R"(["\x"])"}},
+      {"[\"\xFF\"]", false, {"[\"\xFF\"]"}},
+  };
+  for (const auto& c : cases) {
+    auto df = parse_dockerfile("FROM alpine\nCMD " + c.args + "\n");
+    ASSERT_TRUE(df) << c.args << ": " << df.error().message;
+    const auto& cmd = df->instructions.at(1);
+    EXPECT_EQ(cmd.json_form, c.json_form) << c.args;
+    EXPECT_EQ(cmd.args, c.values) << c.args;
+  }
+  auto mixed = parse_dockerfile("FROM alpine\nCMD [\"a\", 1]\n");
+  ASSERT_FALSE(mixed);
+  EXPECT_NE(mixed.error().message.find("strings only"), std::string::npos);
+}
+
+// read_dockerfile reads with one open, fstat and read: the bytes must come back whole
+// (a NUL, a CRLF, no trailing newline), and a directory or a missing file must fail.
+TEST(ReadDockerfile, WholeFileDirectoryAndMissing) {
+  auto dir = fs::temp_directory_path() / fmt::format("kiln-read-{}", ::getpid());
+  fs::create_directories(dir);
+  std::string bytes = std::string("FROM alpine\r\nRUN echo \0x\n") + std::string(70000, 'a');
+  {
+    std::ofstream out(dir / "Dockerfile", std::ios::binary);
+    out << bytes;
+  }
+  auto text = read_dockerfile(dir / "Dockerfile");
+  ASSERT_TRUE(text) << text.error();
+  EXPECT_EQ(*text, bytes);
+  auto as_dir = read_dockerfile(dir);
+  ASSERT_FALSE(as_dir);
+  EXPECT_NE(as_dir.error().find("it is a directory"), std::string::npos) << as_dir.error();
+  auto missing = read_dockerfile(dir / "missing");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().find("cannot read"), std::string::npos) << missing.error();
+  fs::remove_all(dir);
 }
 
 } // namespace

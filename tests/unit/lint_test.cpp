@@ -164,5 +164,43 @@ TEST(LintRender, SarifHasTheMinimalShape) {
   EXPECT_EQ(run["results"][1]["ruleId"], "parse-error");
 }
 
+// render_json writes its text by hand: it has to stay exactly what nlohmann's dump(2) of the
+// same array gives, escapes included, and stay valid JSON for bytes nlohmann refuses.
+TEST(LintRender, JsonMatchesNlohmannLayout) {
+  LintResult a;
+  a.findings.push_back(
+      {"dir/a \"q\".Dockerfile", 3, 7, "leak-env-name",
+       std::string("tab\there, back\\slash, bell\x07, nl\n, cr\r, \xC3\xA9t\xC3\xA9") +
+           std::string(1, '\0') + "end"});
+  a.findings.push_back({"a.Dockerfile", 10, 1, "arg-scope", "second"});
+  LintResult empty;
+  LintResult broken;
+  broken.parse_error = LintFinding{"b.Dockerfile", 1, 1, "parse-error", "unknown instruction"};
+  std::vector<LintResult> results = {a, empty, broken};
+
+  auto expected = nlohmann::json::array();
+  for (const auto* f : {&a.findings[0], &a.findings[1], &*broken.parse_error}) {
+    expected.push_back({{"file", f->file},
+                        {"line", f->line},
+                        {"column", f->column},
+                        {"rule", f->rule},
+                        {"message", f->message}});
+  }
+  EXPECT_EQ(render_json(results), expected.dump(2));
+  EXPECT_EQ(render_json({}), nlohmann::json::array().dump(2));
+  EXPECT_EQ(render_json({empty}), "[]");
+  EXPECT_EQ(join_json_elements({render_json_elements(a), render_json_elements(empty),
+                                render_json_elements(broken)}),
+            render_json(results));
+}
+
+TEST(LintRender, JsonReplacesBytesThatAreNotUtf8) {
+  LintResult r;
+  r.findings.push_back({"bad\xFF\xC3(.Dockerfile", 1, 1, "leak-env-name", "\xED\xA0\x80 x"});
+  auto json = nlohmann::json::parse(render_json({r}));
+  EXPECT_EQ(json[0]["file"], "bad\xEF\xBF\xBD\xEF\xBF\xBD(.Dockerfile");
+  EXPECT_EQ(json[0]["message"], "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD x");
+}
+
 } // namespace
 } // namespace kiln
