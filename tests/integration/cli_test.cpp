@@ -75,7 +75,8 @@ TEST(Cli, DryRunPrintsTheExactEngineCommandsWithOnlyDeclaredPins) {
                 "base=container-image://localhost/hello-base:latest --build-context "
                 "libs=container-image://localhost/hello-libs:latest " +
                 tools + d + "\n# [5/5] smoke\n" + common +
-                "smoke.Dockerfile --tag localhost/hello-smoke:latest --build-context "
+                // A smoke stage always runs its tests: never from the layer cache.
+                "smoke.Dockerfile --tag localhost/hello-smoke:latest --no-cache --build-context "
                 "final=container-image://localhost/hello-final:latest " +
                 tools + d + "\n");
   EXPECT_EQ(result.output.find("DOCS_THEME"), std::string::npos);

@@ -45,6 +45,18 @@ void ChainDir::copy_demo() const {
   }
 }
 
+void ChainDir::copy_demo_without_smoke_gate() const {
+  copy_demo();
+  std::string chain = read("chain.toml");
+  const std::string kind = "kind = \"smoke\"\n";
+  auto at = chain.find(kind);
+  EXPECT_NE(at, std::string::npos) << "the demo chain has no smoke stage";
+  if (at != std::string::npos) {
+    chain.erase(at, kind.size());
+  }
+  write("chain.toml", chain);
+}
+
 void ChainDir::write(const std::string& relative, const std::string& content) const {
   std::filesystem::path file = m_path / relative;
   std::filesystem::create_directories(file.parent_path());

@@ -17,6 +17,9 @@ TEST(LintCli, TheDemoChainIsCleanAndABadFileNamesEachFinding) {
                                stages + "libs.Dockerfile", stages + "final.Dockerfile",
                                stages + "smoke.Dockerfile"});
   EXPECT_EQ(clean.exit_code, 0) << clean.output;
+  KilnResult chain =
+      dir.kiln({"lint", "--chain", std::string(KILN_SOURCE_DIR) + "/examples/hello/chain.toml"});
+  EXPECT_EQ(chain.exit_code, 0) << chain.output;
 
   std::string bad = lint_fixture("leak-env-name-bad.Dockerfile");
   KilnResult found = dir.kiln({"lint", bad});
