@@ -55,6 +55,16 @@ std::vector<const Stage*> run_order(const Chain& chain) {
   return order;
 }
 
+std::vector<std::filesystem::path> unique_dockerfiles(const std::vector<const Stage*>& stages) {
+  std::vector<std::filesystem::path> files;
+  for (const Stage* stage : stages) {
+    if (std::find(files.begin(), files.end(), stage->dockerfile) == files.end()) {
+      files.push_back(stage->dockerfile);
+    }
+  }
+  return files;
+}
+
 tl::expected<std::vector<const Stage*>, std::string> select_stages(const Chain& chain,
                                                                    const Selection& selection) {
   if (!selection.only.empty() && !selection.from.empty()) {

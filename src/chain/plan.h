@@ -1,5 +1,6 @@
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@ std::vector<const Stage*> run_order(const Chain& chain);
 /// The stages a run builds, in run order. Unknown names are an error with a did-you-mean.
 tl::expected<std::vector<const Stage*>, std::string> select_stages(const Chain& chain,
                                                                    const Selection& selection);
+
+/// Each stage's Dockerfile once, in the stages' order: stages built from different targets of one
+/// Dockerfile share it, and reading it once per stage would report each of its findings twice.
+std::vector<std::filesystem::path> unique_dockerfiles(const std::vector<const Stage*>& stages);
 
 /// The build args one stage receives, in a stable order: versions pins, then the stage's own
 /// build_args, then command-line overrides, later ones winning; only names the stage's

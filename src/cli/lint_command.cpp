@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "chain/plan.h"
 #include "cli/chain_file.h"
 #include "driver/run_loop.h"
 #include "lint/lint.h"
@@ -47,10 +48,8 @@ int lint_command(const LintArgs& args) {
     }
     options = lint_options(chain->gates);
     if (files.empty()) {
-      for (const auto& stage : chain->stages) {
-        if (std::find(files.begin(), files.end(), stage.dockerfile.string()) == files.end()) {
-          files.push_back(stage.dockerfile.string());
-        }
+      for (const auto& file : unique_dockerfiles(run_order(*chain))) {
+        files.push_back(file.string());
       }
     }
   } else if (files.empty()) {

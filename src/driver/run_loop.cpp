@@ -111,19 +111,14 @@ std::vector<std::string> lint_stage_dockerfiles(const Chain& chain,
                                                 const std::vector<const Stage*>& stages) {
   LintOptions options = lint_options(chain.gates);
   std::vector<std::string> problems;
-  std::vector<std::filesystem::path> seen;
   size_t findings = 0;
-  for (const Stage* stage : stages) {
-    if (std::find(seen.begin(), seen.end(), stage->dockerfile) != seen.end()) {
-      continue;
-    }
-    seen.push_back(stage->dockerfile);
-    auto text = read_dockerfile(stage->dockerfile);
+  for (const auto& file : unique_dockerfiles(stages)) {
+    auto text = read_dockerfile(file);
     if (!text) {
       problems.push_back(error_line(text.error()));
       continue;
     }
-    LintResult result = lint_dockerfile(stage->dockerfile.string(), *text, options);
+    LintResult result = lint_dockerfile(file.string(), *text, options);
     if (!result.findings.empty() || result.parse_error) {
       findings += result.findings.size() + (result.parse_error ? 1 : 0);
       problems.push_back(render_tty(result, *text));

@@ -45,6 +45,17 @@ TEST(RunOrder, TakesTheFirstReadyStageEachTime) {
   EXPECT_EQ(names(run_order(chain)), (Names{"a", "c", "b", "d", "e"}));
 }
 
+TEST(UniqueDockerfiles, EachFileOnceInStageOrder) {
+  std::vector<Stage> stages = {stage("build"), stage("test"), stage("base")};
+  stages[0].dockerfile = "/c/app.Dockerfile";
+  stages[1].dockerfile = "/c/app.Dockerfile"; // another target of the same file
+  stages[2].dockerfile = "/c/base.Dockerfile";
+  Chain chain = chain_of(std::move(stages));
+  std::vector<const Stage*> order = {&chain.stages[2], &chain.stages[0], &chain.stages[1]};
+  EXPECT_EQ(unique_dockerfiles(order),
+            (std::vector<std::filesystem::path>{"/c/base.Dockerfile", "/c/app.Dockerfile"}));
+}
+
 TEST(RunOrder, PointsIntoTheChain) {
   Chain chain = chain_of({stage("a")});
   ASSERT_EQ(run_order(chain).size(), 1u);
