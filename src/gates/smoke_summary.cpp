@@ -1,8 +1,10 @@
 #include "gates/smoke_summary.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <optional>
+#include <span>
 #include <utility>
 
 namespace kiln {
@@ -112,38 +114,46 @@ std::optional<std::vector<std::string_view>> comma_items(std::string_view s) {
   }
 }
 
-std::optional<TestSummary> parse_plain(std::string_view s) {
+// One noun a runner counts and the TestSummary count it adds to (none: counted nowhere).
+struct CountWord {
+  std::string_view word;
+  int TestSummary::*count;
+};
+
+// `<count> <word>, ...` where every word is one of `words`, each named at most once.
+std::optional<TestSummary> sum_counts(std::string_view s, std::span<const CountWord> words,
+                                      std::string format) {
   auto items = comma_items(s);
   if (!items) {
     return std::nullopt;
   }
-  auto summary = summary_of("plain");
-  std::array<bool, 3> seen{};
+  auto summary = summary_of(std::move(format));
+  std::vector<bool> seen(words.size());
   for (auto item : *items) {
     auto counted = count_item(item);
     if (!counted) {
       return std::nullopt;
     }
     auto [count, word] = *counted;
-    std::size_t which = 0;
-    if (word == "passed") {
-      which = 0;
-      summary.passed = count;
-    } else if (word == "failed") {
-      which = 1;
-      summary.failed = count;
-    } else if (word == "skipped") {
-      which = 2;
-      summary.skipped = count;
-    } else {
-      return std::nullopt;
-    }
-    if (seen[which]) {
+    auto known = std::find_if(words.begin(), words.end(),
+                              [&](const CountWord& entry) { return entry.word == word; });
+    auto which = static_cast<std::size_t>(known - words.begin());
+    if (known == words.end() || seen[which]) {
       return std::nullopt;
     }
     seen[which] = true;
+    if (known->count) {
+      summary.*(known->count) += count;
+    }
   }
   return summary;
+}
+
+std::optional<TestSummary> parse_plain(std::string_view s) {
+  constexpr std::array<CountWord, 3> k_words = {{{"passed", &TestSummary::passed},
+                                                 {"failed", &TestSummary::failed},
+                                                 {"skipped", &TestSummary::skipped}}};
+  return sum_counts(s, k_words, "plain");
 }
 
 // `0.12s`, `61.01s (0:01:01)` past a minute, or `0.12 seconds` (older pytest).
@@ -184,43 +194,24 @@ std::optional<TestSummary> parse_pytest(std::string_view s) {
     return std::nullopt;
   }
   auto counts = body.substr(0, in);
-  auto summary = summary_of("pytest");
   if (counts == "no tests ran") {
-    return summary;
-  }
-  auto items = comma_items(counts);
-  if (!items) {
-    return std::nullopt;
+    return summary_of("pytest");
   }
   // pytest's terminal reporter names each kind once. Older pytest printed its stat keys as they
-  // are (`2 error`, `1 warnings`), so either number of those two nouns is read.
-  constexpr std::array<std::string_view, 11> k_words = {
-      "passed", "failed",  "skipped",  "xfailed", "xpassed",   "error",
-      "errors", "warning", "warnings", "rerun",   "deselected"};
-  std::array<bool, k_words.size()> seen{};
-  for (auto item : *items) {
-    auto counted = count_item(item);
-    if (!counted) {
-      return std::nullopt;
-    }
-    auto [count, word] = *counted;
-    std::size_t which = 0;
-    while (which < k_words.size() && k_words[which] != word) {
-      ++which;
-    }
-    if (which == k_words.size() || seen[which]) {
-      return std::nullopt;
-    }
-    seen[which] = true;
-    if (word == "passed" || word == "xpassed") {
-      summary.passed += count;
-    } else if (word == "failed" || word == "error" || word == "errors") {
-      summary.failed += count;
-    } else if (word == "skipped" || word == "xfailed") {
-      summary.skipped += count;
-    }
-  }
-  return summary;
+  // are (`2 error`, `1 warnings`), so either number of those two nouns is read. An unexpected
+  // pass still passed, an expected failure is a known skip, an error is a failure.
+  constexpr std::array<CountWord, 11> k_words = {{{"passed", &TestSummary::passed},
+                                                  {"failed", &TestSummary::failed},
+                                                  {"skipped", &TestSummary::skipped},
+                                                  {"xfailed", &TestSummary::skipped},
+                                                  {"xpassed", &TestSummary::passed},
+                                                  {"error", &TestSummary::failed},
+                                                  {"errors", &TestSummary::failed},
+                                                  {"warning", nullptr},
+                                                  {"warnings", nullptr},
+                                                  {"rerun", nullptr},
+                                                  {"deselected", nullptr}}};
+  return sum_counts(counts, k_words, "pytest");
 }
 
 // `75% tests passed, 1 tests failed out of 4`; what the did-not-run list adds is read apart.
