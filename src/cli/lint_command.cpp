@@ -92,8 +92,8 @@ int lint_command(const LintArgs& args) {
       std::size_t end = std::min(begin + k_batch, files.size());
       for (std::size_t i = begin; i < end; ++i) {
         auto& slot = slots[i];
-        // read_dockerfile's reading, into one buffer per thread instead of one per file.
-        if (auto read = read_whole_file_into(files[i], text); !read) {
+        // read_file's reading, into one buffer per thread instead of one per file.
+        if (auto read = read_file_into(files[i], text); !read) {
           slot.error = std::move(read.error());
           continue;
         }

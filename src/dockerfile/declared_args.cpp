@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "dockerfile/instructions.h"
+#include "util/fs.h"
 
 namespace kiln {
 
@@ -64,7 +65,7 @@ std::vector<std::string> declared_args(std::string_view dockerfile_text) {
 
 tl::expected<std::vector<std::string>, std::string>
 declared_args_in_file(const std::filesystem::path& file) {
-  return read_dockerfile(file).map([](const std::string& text) { return declared_args(text); });
+  return read_file(file).map([](const std::string& text) { return declared_args(text); });
 }
 
 } // namespace kiln

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "util/fs.h"
 #include "util/strings.h"
 
 namespace kiln {
@@ -169,10 +168,6 @@ std::string_view instruction_arguments(std::string_view instruction) {
     ++end;
   }
   return trim(instruction.substr(end));
-}
-
-tl::expected<std::string, std::string> read_dockerfile(const std::filesystem::path& file) {
-  return read_whole_file(file);
 }
 
 } // namespace kiln

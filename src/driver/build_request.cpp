@@ -1,7 +1,7 @@
 #include "driver/build_request.h"
 
 #include "chain/plan.h"
-#include "dockerfile/instructions.h"
+#include "util/fs.h"
 
 namespace kiln {
 
@@ -36,7 +36,7 @@ BuildRequest build_request(const Chain& chain, const Stage& stage, const KeyValu
     request.contexts.push_back(stage_context(chain, *chain.find_stage(need)));
   }
   request.secrets = stage.secrets;
-  if (auto text = read_dockerfile(stage.dockerfile);
+  if (auto text = read_file(stage.dockerfile);
       text && text->find(k_budget_secret) != std::string::npos) {
     request.secrets.push_back({k_budget_secret, {}, budget_file(chain, stage.name), stage.pos});
   }

@@ -4,10 +4,10 @@
 
 #include <fmt/format.h>
 
-#include "dockerfile/instructions.h"
 #include "dockerfile/parents.h"
 #include "driver/build_request.h"
 #include "gates/image_env.h"
+#include "util/fs.h"
 #include "util/strings.h"
 
 namespace kiln {
@@ -30,7 +30,7 @@ GateRecord ImageGates::grade(const std::string& subject, const ImageEnv& env) co
 
 std::vector<GateRecord> ImageGates::grade_parents(const BuildRequest& request) {
   std::vector<GateRecord> records;
-  auto text = read_dockerfile(request.dockerfile);
+  auto text = read_file(request.dockerfile);
   auto df = text ? parse_dockerfile(*text) : tl::unexpected(ParseError{{}, text.error()});
   if (!df) {
     // The lint preflight has already refused a Dockerfile that does not parse; this is a file

@@ -11,7 +11,6 @@
 
 #include "disk/levers.h"
 #include "disk/watchdog.h"
-#include "dockerfile/instructions.h"
 #include "driver/attempt.h"
 #include "driver/attempt_runner.h"
 #include "driver/build_request.h"
@@ -113,7 +112,7 @@ std::vector<std::string> lint_stage_dockerfiles(const Chain& chain,
   std::vector<std::string> problems;
   size_t findings = 0;
   for (const auto& file : unique_dockerfiles(stages)) {
-    auto text = read_dockerfile(file);
+    auto text = read_file(file);
     if (!text) {
       problems.push_back(error_line(text.error()));
       continue;

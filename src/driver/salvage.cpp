@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "disk/slugs.h"
-#include "dockerfile/instructions.h"
 #include "dockerfile/stage_names.h"
 #include "driver/attempt_runner.h"
 #include "util/fs.h"
@@ -43,7 +42,7 @@ void salvage_failed_build(const SalvageContext& context, const Stage& stage,
     skip(context.disabled ? "--no-salvage" : "salvage = false in [cache]");
     return;
   }
-  auto text = read_dockerfile(request.dockerfile);
+  auto text = read_file(request.dockerfile);
   std::vector<std::string> targets =
       text ? salvage_targets(*text, finished_build_stages) : std::vector<std::string>{};
   if (targets.empty()) {

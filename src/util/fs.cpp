@@ -2,8 +2,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -65,18 +63,8 @@ tl::expected<uint64_t, std::string> free_bytes(const std::filesystem::path& path
   return static_cast<uint64_t>(stats.f_bavail) * stats.f_frsize;
 }
 
-tl::expected<std::string, std::string> read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return tl::unexpected(fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-tl::expected<void, std::string> read_whole_file_into(const std::filesystem::path& path,
-                                                     std::string& text) {
+tl::expected<void, std::string> read_file_into(const std::filesystem::path& path,
+                                               std::string& text) {
   text.clear();
   auto fail = [&](int error) {
     return tl::unexpected(fmt::format("cannot read {}: {}", path.string(), std::strerror(error)));
@@ -124,9 +112,9 @@ tl::expected<void, std::string> read_whole_file_into(const std::filesystem::path
   return {};
 }
 
-tl::expected<std::string, std::string> read_whole_file(const std::filesystem::path& path) {
+tl::expected<std::string, std::string> read_file(const std::filesystem::path& path) {
   std::string text;
-  if (auto read = read_whole_file_into(path, text); !read) {
+  if (auto read = read_file_into(path, text); !read) {
     return tl::unexpected(std::move(read.error()));
   }
   return text;

@@ -14,16 +14,14 @@ namespace kiln {
 tl::expected<void, std::string> write_file_atomic(const std::filesystem::path& path,
                                                   std::string_view content);
 
-tl::expected<std::string, std::string> read_file(const std::filesystem::path& path);
-
 /// The whole file in one open, fstat and (for a regular file) one read: no stream buffers,
 /// no copy. A directory fails with "cannot read PATH: it is a directory".
-tl::expected<std::string, std::string> read_whole_file(const std::filesystem::path& path);
+tl::expected<std::string, std::string> read_file(const std::filesystem::path& path);
 
-/// read_whole_file into `text`, replacing its content but keeping its buffer: a caller that
+/// read_file into `text`, replacing its content but keeping its buffer: a caller that
 /// reads many files in turn allocates once instead of once per file.
-tl::expected<void, std::string> read_whole_file_into(const std::filesystem::path& path,
-                                                     std::string& text);
+tl::expected<void, std::string> read_file_into(const std::filesystem::path& path,
+                                               std::string& text);
 
 /// Bytes an unprivileged writer can still use on the filesystem holding `path` (the nearest
 /// existing folder above it when it does not exist yet).

@@ -5,13 +5,8 @@
 #include <fstream>
 #include <sstream>
 
-#include <unistd.h>
-
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-
-#include "dockerfile/instructions.h"
 
 namespace kiln {
 namespace {
@@ -285,28 +280,6 @@ TEST(DockerfileParser, JsonFormFastPathAgreesWithJson) {
   auto mixed = parse_dockerfile("FROM alpine\nCMD [\"a\", 1]\n");
   ASSERT_FALSE(mixed);
   EXPECT_NE(mixed.error().message.find("strings only"), std::string::npos);
-}
-
-// read_dockerfile reads with one open, fstat and read: the bytes must come back whole
-// (a NUL, a CRLF, no trailing newline), and a directory or a missing file must fail.
-TEST(ReadDockerfile, WholeFileDirectoryAndMissing) {
-  auto dir = fs::temp_directory_path() / fmt::format("kiln-read-{}", ::getpid());
-  fs::create_directories(dir);
-  std::string bytes = std::string("FROM alpine\r\nRUN echo \0x\n") + std::string(70000, 'a');
-  {
-    std::ofstream out(dir / "Dockerfile", std::ios::binary);
-    out << bytes;
-  }
-  auto text = read_dockerfile(dir / "Dockerfile");
-  ASSERT_TRUE(text) << text.error();
-  EXPECT_EQ(*text, bytes);
-  auto as_dir = read_dockerfile(dir);
-  ASSERT_FALSE(as_dir);
-  EXPECT_NE(as_dir.error().find("it is a directory"), std::string::npos) << as_dir.error();
-  auto missing = read_dockerfile(dir / "missing");
-  ASSERT_FALSE(missing);
-  EXPECT_NE(missing.error().find("cannot read"), std::string::npos) << missing.error();
-  fs::remove_all(dir);
 }
 
 } // namespace
