@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 #include <iterator>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -284,27 +285,6 @@ std::vector<std::string> shell_variable_refs(std::string_view script) {
   return names;
 }
 
-std::map<std::string, std::string> parse_mount(std::string_view value) {
-  std::map<std::string, std::string> out;
-  std::size_t pos = 0;
-  while (pos <= value.size()) {
-    auto comma = value.find(',', pos);
-    auto item = value.substr(pos, comma == std::string_view::npos ? value.npos : comma - pos);
-    auto eq = item.find('=');
-    std::string key(item.substr(0, eq));
-    std::transform(key.begin(), key.end(), key.begin(),
-                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    if (!key.empty()) {
-      out[key] = eq == std::string_view::npos ? "" : std::string(item.substr(eq + 1));
-    }
-    if (comma == std::string_view::npos) {
-      break;
-    }
-    pos = comma + 1;
-  }
-  return out;
-}
-
 std::optional<std::string_view> mount_option(std::string_view value, std::string_view key) {
   std::optional<std::string_view> found;
   std::size_t pos = 0;
@@ -476,17 +456,6 @@ template <typename Emit> void json_array(const std::vector<std::string>& parts, 
 
 } // namespace
 
-std::string join_json_elements(const std::vector<std::string>& parts) {
-  std::size_t size = 4;
-  for (const auto& part : parts) {
-    size += part.size() + 2;
-  }
-  std::string out;
-  out.reserve(size);
-  json_array(parts, [&](std::string_view piece) { out += piece; });
-  return out;
-}
-
 void write_json_elements(std::FILE* out, const std::vector<std::string>& parts) {
   // Pieces gathered into large chunks: through stdio's own small buffer every few KB would
   // cost a write call, and joining everything first would copy megabytes for nothing.
@@ -516,7 +485,9 @@ std::string render_json(const std::vector<LintResult>& results) {
   for (const auto& result : results) {
     parts.push_back(render_json_elements(result));
   }
-  return join_json_elements(parts);
+  std::string out;
+  json_array(parts, [&](std::string_view piece) { out += piece; });
+  return out;
 }
 
 std::string render_sarif(const std::vector<LintResult>& results) {

@@ -57,10 +57,9 @@ std::string render_tty(const LintResult& result, std::string_view text);
 std::string render_json(const std::vector<LintResult>& results);
 
 /// render_json's array elements for one file, `,\n`-separated; empty when it has no finding.
-/// Files rendered apart (on worker threads) become render_json's array with join_json_elements.
 std::string render_json_elements(const LintResult& result);
-std::string join_json_elements(const std::vector<std::string>& parts);
-/// join_json_elements(parts) written to `out` in chunks, never joined whole in memory.
+/// The array render_json returns, from each file's render_json_elements (rendered apart, on
+/// worker threads), written to `out` in chunks: never joined whole in memory.
 void write_json_elements(std::FILE* out, const std::vector<std::string>& parts);
 
 /// SARIF 2.1.0, one run, every finding at level "error".

@@ -61,12 +61,14 @@ void check_whole_dir_mount(const LintContext& ctx, std::vector<LintFinding>& out
         if (flag.name != "mount") {
           continue;
         }
-        auto mount = parse_mount(flag.value);
-        auto type = mount.count("type") != 0 ? mount["type"] : "bind";
-        if (type != "bind") {
+        if (mount_option(flag.value, "type").value_or("bind") != "bind") {
           continue;
         }
-        std::string source = mount.count("source") != 0 ? mount["source"] : mount["src"];
+        auto source_option = mount_option(flag.value, "source");
+        if (!source_option) {
+          source_option = mount_option(flag.value, "src");
+        }
+        std::string source(source_option.value_or(""));
         if (source.empty() || !listed(source)) {
           continue;
         }

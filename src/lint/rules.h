@@ -1,6 +1,5 @@
 #pragma once
 
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,12 +36,9 @@ LintFinding make_finding(const LintContext& ctx, const Instruction& ins, std::st
 /// Single-quoted text and `\$` expand nothing, so they are skipped.
 std::vector<std::string> shell_variable_refs(std::string_view script);
 
-/// `type=cache,target=/x` as a map; keys lower-case, `src`/`dst`/`destination` kept as written.
-std::map<std::string, std::string> parse_mount(std::string_view value);
-
-/// parse_mount(value)[key] without building the map: the value of the last item whose key is
+/// One option of a `--mount=type=cache,target=/x` value: the value of the last item whose key is
 /// `key` (given lower-case; compared ignoring case), "" for an item without `=`, nullopt when
-/// no item has that key.
+/// no item has that key. Aliases (`src`, `dst`, `destination`) are the caller's to try.
 std::optional<std::string_view> mount_option(std::string_view value, std::string_view key);
 
 /// Instructions grouped by stage; instructions before the first FROM are not in any stage.
