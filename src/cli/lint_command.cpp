@@ -28,13 +28,16 @@ CLI::App* add_lint_command(CLI::App& app, LintArgs& args) {
   lint->add_option("--format", args.format, "tty (default), json or sarif")
       ->check(CLI::IsMember({"tty", "json", "sarif"}));
   lint->add_option("--name", args.names,
-                   "Another build-host variable name, NAME or PREFIX* (repeatable)");
+                   "Another build-host variable name, NAME or PREFIX* (repeatable)")
+      ->allow_extra_args(false);
   lint->add_option("--cache-target", args.cache_targets,
-                   "A compile-cache mount target (repeatable; replaces the defaults)");
+                   "A compile-cache mount target (repeatable; replaces the defaults)")
+      ->allow_extra_args(false);
   lint->add_option("--cache-arg", args.cache_arg,
                    "The ARG a stage needs to reach the compile cache (SCCACHE_WEBDAV_ENDPOINT)");
   lint->add_option("--per-file-dir", args.per_file_dirs,
-                   "A directory to mount or copy file by file, never whole (repeatable)");
+                   "A directory to mount or copy file by file, never whole (repeatable)")
+      ->allow_extra_args(false);
   return lint;
 }
 

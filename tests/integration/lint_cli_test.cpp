@@ -44,6 +44,12 @@ TEST(LintCli, TheDemoChainIsCleanAndABadFileNamesEachFinding) {
   dir.write("mine.Dockerfile", "FROM scratch\nENV MYCORP_CACHE_URL=https://cache.example\n");
   EXPECT_EQ(dir.kiln({"lint", "mine.Dockerfile"}).exit_code, 0);
   EXPECT_EQ(dir.kiln({"lint", "mine.Dockerfile", "--name", "MYCORP_CACHE_*"}).exit_code, 1);
+  // Each repeatable option takes one value: the files after it are still files.
+  KilnResult before = dir.kiln({"lint", "--name", "MYCORP_CACHE_*", "--per-file-dir", "scripts",
+                                "--cache-target", "/cache", "mine.Dockerfile"});
+  EXPECT_EQ(before.exit_code, 1) << before.output;
+  EXPECT_NE(before.output.find("mine.Dockerfile:2:5: leak-env-name"), std::string::npos)
+      << before.output;
 }
 
 TEST(LintCli, AParseErrorOrAMissingFileIsExitTwo) {
