@@ -77,17 +77,6 @@ std::string_view trim_newline(std::string_view s) {
   return s;
 }
 
-// Keywords are ASCII; std::tolower would consult the locale for every character.
-std::string ascii_lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
-    }
-  }
-  return out;
-}
-
 bool is_comment(std::string_view line) {
   line = trim_left(line);
   return !line.empty() && line.front() == '#';
@@ -638,7 +627,7 @@ tl::expected<void, std::string> fill_args(Instruction& ins, std::string_view res
 }
 
 bool can_contain_heredoc(const Instruction& ins) {
-  if (std::string_view(ins.keyword) == "onbuild") {
+  if (keyword_is(ins, "onbuild")) {
     // ONBUILD RUN <<EOF carries its heredoc for the triggered instruction.
     auto words = split_whitespace(ins.args.empty() ? std::string_view() : ins.args[0]);
     if (words.empty() || !contains(k_heredoc_keywords, lower(words[0]))) {
@@ -750,7 +739,7 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
     }
     // Built in place: a finished Instruction moved into the vector would cost a dozen moves.
     Instruction& ins = df.instructions.emplace_back();
-    ins.keyword = ascii_lower(std::string_view(line).substr(kw_begin, kw_end - kw_begin));
+    ins.keyword = lower(std::string_view(line).substr(kw_begin, kw_end - kw_begin));
     ins.original = trim_space(line);
     ins.start = position_of(segments, kw_begin);
     auto fail = [&](std::string message) {

@@ -47,6 +47,12 @@ struct Instruction {
   Position end; // last physical line, heredoc terminator included
 };
 
+/// `ins.keyword == keyword`, lengths compared first: std::string == "literal" is an
+/// out-of-line compare, and the parser and the rules test the keyword of every instruction.
+inline bool keyword_is(const Instruction& ins, std::string_view keyword) {
+  return std::string_view(ins.keyword) == keyword;
+}
+
 struct Dockerfile {
   char escape = '\\';
   std::string syntax;

@@ -21,12 +21,6 @@ struct LintContext {
   std::vector<std::vector<const Instruction*>> stages;
 };
 
-/// `ins.keyword == keyword`, lengths compared first: std::string == "literal" is an
-/// out-of-line compare, and the rules test keywords of every instruction many times over.
-inline bool keyword_is(const Instruction& ins, std::string_view keyword) {
-  return std::string_view(ins.keyword) == keyword;
-}
-
 /// A finding on `ins`'s start line, at the first `needle` on that line (searched from
 /// `from_column`), else at the keyword: continuation lines and heredocs have no single column.
 LintFinding make_finding(const LintContext& ctx, const Instruction& ins, std::string_view needle,

@@ -40,9 +40,14 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
 }
 
 std::string lower(std::string_view text) {
+  // By hand, not std::tolower: that consults the locale for every character, and the parser
+  // lowers the keyword of every instruction it reads.
   std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') {
+      c = static_cast<char>(c - 'A' + 'a');
+    }
+  }
   return out;
 }
 
