@@ -285,7 +285,9 @@ std::vector<std::string> shell_variable_refs(std::string_view script) {
   return names;
 }
 
-std::optional<std::string_view> mount_option(std::string_view value, std::string_view key) {
+namespace {
+
+std::optional<std::string_view> one_mount_option(std::string_view value, std::string_view key) {
   std::optional<std::string_view> found;
   std::size_t pos = 0;
   while (pos <= value.size()) {
@@ -305,6 +307,18 @@ std::optional<std::string_view> mount_option(std::string_view value, std::string
     pos = comma + 1;
   }
   return found;
+}
+
+} // namespace
+
+std::optional<std::string_view> mount_option(std::string_view value,
+                                             std::initializer_list<std::string_view> keys) {
+  for (auto key : keys) {
+    if (auto found = one_mount_option(value, key)) {
+      return found;
+    }
+  }
+  return std::nullopt;
 }
 
 std::vector<std::vector<const Instruction*>> split_stages(const Dockerfile& df) {

@@ -51,16 +51,10 @@ void check_cache_arg_missing(const LintContext& ctx, std::vector<LintFinding>& o
         if (flag.name != "mount") {
           continue;
         }
-        if (mount_option(flag.value, "type").value_or("") != "cache") {
+        if (mount_option(flag.value, {"type"}).value_or("") != "cache") {
           continue;
         }
-        auto target_option = mount_option(flag.value, "target");
-        if (!target_option) {
-          target_option = mount_option(flag.value, "dst");
-        }
-        if (!target_option) {
-          target_option = mount_option(flag.value, "destination");
-        }
+        auto target_option = mount_option(flag.value, {"target", "dst", "destination"});
         std::string target = strip_slash(std::string(target_option.value_or("")));
         if (targets.empty()) {
           std::transform(options.cache_targets.begin(), options.cache_targets.end(),

@@ -61,14 +61,10 @@ void check_whole_dir_mount(const LintContext& ctx, std::vector<LintFinding>& out
         if (flag.name != "mount") {
           continue;
         }
-        if (mount_option(flag.value, "type").value_or("bind") != "bind") {
+        if (mount_option(flag.value, {"type"}).value_or("bind") != "bind") {
           continue;
         }
-        auto source_option = mount_option(flag.value, "source");
-        if (!source_option) {
-          source_option = mount_option(flag.value, "src");
-        }
-        std::string source(source_option.value_or(""));
+        std::string source(mount_option(flag.value, {"source", "src"}).value_or(""));
         if (source.empty() || !listed(source)) {
           continue;
         }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,10 +31,11 @@ LintFinding make_finding(const LintContext& ctx, const Instruction& ins, std::st
 /// Single-quoted text and `\$` expand nothing, so they are skipped.
 std::vector<std::string> shell_variable_refs(std::string_view script);
 
-/// One option of a `--mount=type=cache,target=/x` value: the value of the last item whose key is
-/// `key` (given lower-case; compared ignoring case), "" for an item without `=`, nullopt when
-/// no item has that key. Aliases (`src`, `dst`, `destination`) are the caller's to try.
-std::optional<std::string_view> mount_option(std::string_view value, std::string_view key);
+/// One option of a `--mount=type=cache,target=/x` value, under the first of `keys` (an option
+/// and its aliases, lower-case; compared ignoring case) that any item names: the value of the
+/// last such item, "" for an item without `=`, nullopt when no item names any of them.
+std::optional<std::string_view> mount_option(std::string_view value,
+                                             std::initializer_list<std::string_view> keys);
 
 /// Instructions grouped by stage; instructions before the first FROM are not in any stage.
 std::vector<std::vector<const Instruction*>> split_stages(const Dockerfile& df);

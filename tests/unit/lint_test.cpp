@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "lint/rules.h"
+
 namespace kiln {
 namespace {
 
@@ -208,6 +210,17 @@ TEST(LintRender, JsonReplacesBytesThatAreNotUtf8) {
   auto json = nlohmann::json::parse(render_json({r}));
   EXPECT_EQ(json[0]["file"], "bad\xEF\xBF\xBD\xEF\xBF\xBD(.Dockerfile");
   EXPECT_EQ(json[0]["message"], "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD x");
+}
+
+// BuildKit reads mount keys ignoring case, and a repeated key's last value wins.
+TEST(LintMountOption, FirstNamedAliasLastValueAnyCase) {
+  std::string_view mount = "type=cache,DST=/one,Target=/two,target=/three,readonly";
+  EXPECT_EQ(mount_option(mount, {"type"}), "cache");
+  EXPECT_EQ(mount_option(mount, {"target", "dst"}), "/three");
+  EXPECT_EQ(mount_option(mount, {"destination", "dst"}), "/one");
+  EXPECT_EQ(mount_option(mount, {"readonly"}), "");
+  EXPECT_EQ(mount_option(mount, {"source", "src"}), std::nullopt);
+  EXPECT_EQ(mount_option("", {"type"}), std::nullopt);
 }
 
 } // namespace
