@@ -167,16 +167,9 @@ int lint_command(const LintArgs& args) {
   } else if (format == Format::sarif) {
     fmt::print("{}\n", render_sarif(results));
   } else {
-    std::size_t size = 0;
     for (const auto& text : rendered) {
-      size += text.size();
+      std::fwrite(text.data(), 1, text.size(), stdout);
     }
-    std::string tty;
-    tty.reserve(size);
-    for (const auto& text : rendered) {
-      tty += text;
-    }
-    std::fwrite(tty.data(), 1, tty.size(), stdout);
   }
   return lint_exit_code(results);
 }
