@@ -8,7 +8,7 @@
 #include "driver/run_loop.h"
 #include "driver/snapshot.h"
 #include "engine/engine.h"
-#include "util/interrupt.h"
+#include "util/cancel.h"
 
 namespace kiln {
 

@@ -11,7 +11,7 @@
 #include "driver/console.h"
 #include "driver/run_loop.h"
 #include "engine/engine.h"
-#include "util/interrupt.h"
+#include "util/cancel.h"
 
 namespace kiln {
 

@@ -1,5 +1,4 @@
 #include "compilecache/endpoint_probe.h"
-#include "compilecache/text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -18,6 +17,8 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <unistd.h>
+
+#include "util/strings.h"
 
 namespace kiln::cc {
 

@@ -47,7 +47,8 @@
 
 #include "compilecache/sccache_output.h"
 #include "compilecache/session_dir.h"
-#include "compilecache/text.h"
+#include "util/fs.h"
+#include "util/strings.h"
 
 extern char** environ;
 

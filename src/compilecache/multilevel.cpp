@@ -1,8 +1,9 @@
 #include "compilecache/multilevel.h"
-#include "compilecache/text.h"
 
 #include <algorithm>
 #include <cctype>
+
+#include "util/strings.h"
 
 extern char** environ;
 

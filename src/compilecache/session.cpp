@@ -34,7 +34,8 @@
 #include "compilecache/sccache_stats.h"
 #include "compilecache/session_dir.h"
 #include "compilecache/stats_line.h"
-#include "compilecache/text.h"
+#include "util/fs.h"
+#include "util/strings.h"
 
 namespace kiln::cc {
 
@@ -105,14 +106,6 @@ std::string one_line(std::string_view text) {
     out += (out.empty() ? "" : " | ") + line;
   }
   return out;
-}
-
-std::string shell_quote(std::string_view value) {
-  std::string out = "'";
-  for (char c : value) {
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  }
-  return out + "'";
 }
 
 // ---- options ----------------------------------------------------------------------------
@@ -343,31 +336,6 @@ struct Session {
   std::string error_log;
 };
 
-bool write_file(const fs::path& path, const std::string& content) {
-  fs::path temporary = path;
-  temporary += ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << content;
-    if (!out.flush()) {
-      return false;
-    }
-  }
-  std::error_code ec;
-  fs::rename(temporary, path, ec);
-  return !ec;
-}
-
-std::optional<std::string> read_file(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return std::nullopt;
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 bool save(const Session& session) {
   nlohmann::ordered_json doc;
   doc["sccache"] = session.sccache;
@@ -388,7 +356,7 @@ bool save(const Session& session) {
   doc["levels"] = levels;
   doc["level0_failures_start_uploads"] = session.level0_failures_start_uploads;
   doc["error_log"] = session.error_log;
-  return write_file(session.dir / k_session_file, doc.dump(2) + "\n");
+  return write_file_atomic(session.dir / k_session_file, doc.dump(2) + "\n").has_value();
 }
 
 /// The session `start` left, from $KILN_CC_SESSION. Throws UsageError: a verb run without a
@@ -777,7 +745,7 @@ int run_start(const Options& options) {
     // Saved before the baseline so the stats query runs with the session's environment.
     session.changes = net_changes(changes, original);
     if (auto baseline = query_stats(session)) {
-      write_file(session.dir / k_baseline_file, baseline->second);
+      write_file_atomic(session.dir / k_baseline_file, baseline->second);
     }
     note(session.version_text + " serves this step on " + session.address_name + "=" +
          session.address_value);
@@ -940,7 +908,7 @@ int run_stop() {
     return 0;
   }
   if (auto stats = query_stats(session)) {
-    write_file(session.dir / k_final_file, stats->second);
+    write_file_atomic(session.dir / k_final_file, stats->second);
     SccacheStats since = stats_since(stats->first, baseline_of(session));
     print(stderr, "kiln-cc: sccache stats for this step (" + session.version_text + "):\n" +
                       describe_stats(since));

@@ -12,4 +12,7 @@ constexpr const char* k_session_env = "KILN_CC_SESSION";
 /// compiler ran directly).
 constexpr const char* k_launch_log = "launches";
 
+/// What an unset PATH means, as execvp reads it.
+constexpr const char* k_default_path = "/usr/local/bin:/usr/bin:/bin";
+
 } // namespace kiln::cc

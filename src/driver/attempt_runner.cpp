@@ -4,7 +4,7 @@
 
 #include "compilecache/stats_line.h"
 #include "util/fs.h"
-#include "util/interrupt.h"
+#include "util/cancel.h"
 
 namespace kiln {
 
@@ -21,7 +21,7 @@ void keep_last(std::deque<std::string>& lines, std::string_view line, size_t cou
 
 AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
                            const std::filesystem::path& log_path,
-                           const ProgressListener& on_progress, std::chrono::milliseconds timeout) {
+                           const ProgressListener& on_progress, const BuildLimits& limits) {
   AttemptOutcome outcome;
   AppendFile log;
   if (auto opened = log.open(log_path); !opened) {
@@ -54,7 +54,7 @@ AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
         log.write(chunk); // the whole output, byte for byte, before anything interprets it
         lines.feed(chunk);
       },
-      interrupt_fd(), timeout);
+      limits);
   lines.finish();
   outcome.progress = output->progress();
   outcome.evidence = output->evidence();

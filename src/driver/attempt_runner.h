@@ -31,10 +31,9 @@ struct AttemptOutcome {
 using ProgressListener = std::function<void(const BuildProgress&)>;
 
 /// One engine invocation: the whole output, byte for byte, to `log_path`; progress to
-/// `on_progress` when given; stopped by an interrupt, or after `timeout` when it is not zero.
+/// `on_progress` when given; stopped by its cancel token or its limits.
 AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
                            const std::filesystem::path& log_path,
-                           const ProgressListener& on_progress,
-                           std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+                           const ProgressListener& on_progress, const BuildLimits& limits = {});
 
 } // namespace kiln

@@ -25,7 +25,7 @@
 #include "resources/sampler.h"
 #include "util/diagnostic.h"
 #include "util/fs.h"
-#include "util/interrupt.h"
+#include "util/cancel.h"
 #include "util/strings.h"
 #include "util/time.h"
 
@@ -665,7 +665,8 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
     }
     save();
     previous_tail = std::move(outcome.evidence);
-    if (!sleep_unless_interrupted(std::chrono::milliseconds(static_cast<long>(cooldown * 1000)))) {
+    if (!interrupt_token().sleep_for(
+            std::chrono::milliseconds(static_cast<long>(cooldown * 1000)))) {
       m_folder.log(fmt::format("stage {}: interrupted during the cooldown", stage.name));
       return StageEnd::interrupted;
     }

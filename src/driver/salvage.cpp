@@ -9,7 +9,7 @@
 #include "dockerfile/stage_names.h"
 #include "driver/attempt_runner.h"
 #include "util/fs.h"
-#include "util/interrupt.h"
+#include "util/cancel.h"
 #include "util/strings.h"
 
 namespace kiln {
@@ -86,7 +86,7 @@ void salvage_failed_build(const SalvageContext& context, const Stage& stage,
     entry.log = fmt::format("stages/{}.salvage-{}.log", stage.name, target);
     auto start = std::chrono::steady_clock::now();
     AttemptOutcome outcome =
-        run_attempt(context.engine, redrive, context.folder.path() / entry.log, {}, timeout);
+        run_attempt(context.engine, redrive, context.folder.path() / entry.log, {}, {timeout});
     entry.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     entry.verdict = outcome.exit.ok()          ? "ok"
                     : outcome.exit.timed_out   ? "timed-out"

@@ -13,7 +13,7 @@
 #include "driver/run_loop.h"
 #include "engine/buildkit_progress.h"
 #include "util/fs.h"
-#include "util/interrupt.h"
+#include "util/cancel.h"
 #include "util/strings.h"
 #include "util/time.h"
 

@@ -100,6 +100,13 @@ public:
   virtual std::string failed_build_stage() const { return {}; }
 };
 
+/// What may stop a build besides its own end.
+struct BuildLimits {
+  std::chrono::milliseconds timeout{0};       // wall-clock cap of one attempt; zero: none
+  std::chrono::milliseconds stall_timeout{0}; // no output for this long; zero: none
+  const CancelToken* cancel = nullptr;        // nullptr: interrupt_token()
+};
+
 /// An image config's Env entries (`NAME=value`), or why they could not be read.
 using ImageEnv = tl::expected<std::vector<std::string>, std::string>;
 
@@ -159,10 +166,12 @@ public:
     return {};
   }
 
-  /// Run a build, streaming its output to `sink`; stops when `interrupt_fd` becomes readable.
-  ProcessExit build(const BuildRequest& request, const OutputSink& sink, int interrupt_fd,
-                    std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) const {
-    return run_process({build_argv(request), {}, {}, timeout}, sink, interrupt_fd);
+  /// Run a build, streaming its output to `sink`, within `limits`.
+  virtual ProcessExit build(const BuildRequest& request, const OutputSink& sink,
+                            const BuildLimits& limits) const {
+    ProcessSpec spec{build_argv(request), {}, {}, limits.timeout, limits.stall_timeout,
+                     limits.cancel};
+    return run_process(spec, sink);
   }
 };
 

@@ -1,51 +1,181 @@
 #include "util/diagnostic.h"
 
-#include <fstream>
+#include <algorithm>
+#include <cstdio>
 
-#include <fmt/format.h>
+#include "util/fs.h"
 
 namespace kiln {
 
 namespace {
 
-std::string line_of(const std::string& file, int line) {
-  std::ifstream in(file);
-  std::string text;
-  for (int i = 1; i <= line && std::getline(in, text); ++i) {
-    if (i == line) {
-      return text;
-    }
+/// Bytes in the UTF-8 sequence starting `text`, or 0 when it is not valid UTF-8 (overlong
+/// forms, surrogates and code points past U+10FFFF included).
+size_t utf8_length(std::string_view text) {
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  auto continuation = [&](size_t i) { return i < text.size() && (byte(i) & 0xC0) == 0x80; };
+  unsigned char lead = byte(0);
+  if (lead < 0x80) {
+    return 1;
   }
-  return {};
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    return continuation(1) ? 2 : 0;
+  }
+  if (lead >= 0xE0 && lead <= 0xEF) {
+    if (!continuation(1) || !continuation(2)) {
+      return 0;
+    }
+    if ((lead == 0xE0 && byte(1) < 0xA0) || (lead == 0xED && byte(1) > 0x9F)) {
+      return 0;
+    }
+    return 3;
+  }
+  if (lead >= 0xF0 && lead <= 0xF4) {
+    if (!continuation(1) || !continuation(2) || !continuation(3)) {
+      return 0;
+    }
+    if ((lead == 0xF0 && byte(1) < 0x90) || (lead == 0xF4 && byte(1) > 0x8F)) {
+      return 0;
+    }
+    return 4;
+  }
+  return 0;
+}
+
+/// One shown piece of a line: the bytes it stands for and how it is shown.
+struct Glyph {
+  size_t offset; // of its first byte in the line
+  std::string shown;
+};
+
+std::vector<Glyph> glyphs(std::string_view line) {
+  std::vector<Glyph> out;
+  size_t i = 0;
+  while (i < line.size()) {
+    unsigned char c = static_cast<unsigned char>(line[i]);
+    size_t length = utf8_length(line.substr(i));
+    if (c == '\t' || (c >= 0x20 && c < 0x7F) || length > 1) {
+      length = std::max<size_t>(length, 1);
+      out.push_back({i, std::string(line.substr(i, length))});
+      i += length;
+      continue;
+    }
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "\\x%02X", c);
+    out.push_back({i, hex});
+    ++i;
+  }
+  return out;
+}
+
+size_t width(const Glyph& glyph) {
+  // A UTF-8 sequence is one column (wide scripts would need a width table; a caret a column
+  // off under them is the only cost), an escape as many as it has characters.
+  return glyph.shown.size() > 1 && static_cast<unsigned char>(glyph.shown[0]) >= 0x80
+             ? 1
+             : glyph.shown.size();
+}
+
+/// The line of `file` numbered `line` (1-based), or "" when it cannot be read.
+std::string line_of(const std::string& file, int line) {
+  // A chain file or Dockerfile larger than this is not worth reading again for an excerpt.
+  auto text = read_file(file, uint64_t{64} << 20);
+  if (!text) {
+    return {};
+  }
+  std::string_view rest = *text;
+  for (int i = 1; i < line; ++i) {
+    size_t newline = rest.find('\n');
+    if (newline == std::string_view::npos) {
+      return {};
+    }
+    rest.remove_prefix(newline + 1);
+  }
+  rest = rest.substr(0, rest.find('\n'));
+  if (!rest.empty() && rest.back() == '\r') {
+    rest.remove_suffix(1);
+  }
+  return std::string(rest);
 }
 
 } // namespace
 
-std::string format_diagnostic(const Diagnostic& d) {
-  std::string out = d.pos.file;
-  if (d.pos.line > 0) {
-    out += fmt::format(":{}", d.pos.line);
-    if (d.pos.column > 0) {
-      out += fmt::format(":{}", d.pos.column);
+std::string printable(std::string_view text) {
+  std::string out;
+  for (const Glyph& glyph : glyphs(text)) {
+    out += glyph.shown == "\\x0A" ? std::string("\n") : glyph.shown;
+  }
+  return out;
+}
+
+std::string excerpt(std::string_view line, int column) {
+  std::vector<Glyph> shown = glyphs(line);
+  // The glyph the caret points at: the one holding byte column - 1 (past the end: after it).
+  size_t target = shown.size();
+  if (column > 0) {
+    size_t byte = static_cast<size_t>(column - 1);
+    target = static_cast<size_t>(
+        std::upper_bound(shown.begin(), shown.end(), byte,
+                         [](size_t b, const Glyph& g) { return b < g.offset; }) -
+        shown.begin());
+    target = target > 0 ? target - 1 : 0;
+    if (byte >= line.size()) {
+      target = shown.size();
     }
   }
-  out += fmt::format(": error: {}\n", d.message);
+  // Widen a window around the target glyph until it holds k_excerpt_columns.
+  size_t first = column > 0 ? std::min(target, shown.size()) : 0;
+  size_t last = first; // one past
+  size_t used = 0;
+  bool grew = true;
+  while (grew) {
+    grew = false;
+    if (last < shown.size() && used + width(shown[last]) <= k_excerpt_columns) {
+      used += width(shown[last++]);
+      grew = true;
+    }
+    // Keep the caret about a third of the way in: what led up to it matters more.
+    if (first > 0 && used + width(shown[first - 1]) <= k_excerpt_columns &&
+        (last == shown.size() || (target - first) * 2 < (last - target))) {
+      used += width(shown[--first]);
+      grew = true;
+    }
+  }
+  std::string text = first > 0 ? "..." : "";
+  std::string pad = first > 0 ? "   " : "";
+  for (size_t i = first; i < last; ++i) {
+    text += shown[i].shown;
+    if (i < target) {
+      pad += shown[i].shown == "\t" ? std::string("\t") : std::string(width(shown[i]), ' ');
+    }
+  }
+  if (last < shown.size()) {
+    text += "...";
+  }
+  std::string out = "  " + text + "\n";
+  if (column > 0) {
+    out += "  " + pad + "^\n";
+  }
+  return out;
+}
+
+std::string format_diagnostic(const Diagnostic& d) {
+  std::string out = printable(d.pos.file);
+  if (d.pos.line > 0) {
+    out += ":" + std::to_string(d.pos.line);
+    if (d.pos.column > 0) {
+      out += ":" + std::to_string(d.pos.column);
+    }
+  }
+  out += ": error: " + printable(d.message) + "\n";
   if (d.pos.line > 0) {
     std::string text = line_of(d.pos.file, d.pos.line);
     if (!text.empty()) {
-      out += "  " + text + "\n";
-      if (d.pos.column > 0) {
-        // Keep tabs so the caret lines up under the same glyph in a terminal.
-        std::string pad;
-        for (int i = 0; i + 1 < d.pos.column && i < static_cast<int>(text.size()); ++i) {
-          pad += text[i] == '\t' ? '\t' : ' ';
-        }
-        out += "  " + pad + "^\n";
-      }
+      out += excerpt(text, d.pos.column);
     }
   }
   if (!d.hint.empty()) {
-    out += "  hint: " + d.hint + "\n";
+    out += "  hint: " + printable(d.hint) + "\n";
   }
   return out;
 }

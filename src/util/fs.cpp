@@ -1,5 +1,6 @@
 #include "util/fs.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -8,155 +9,315 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
-
 namespace kiln {
 
 namespace {
 
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
+/// Bytes of `data` written before an error; all of it on success.
+size_t write_all(int fd, std::string_view data, int& error) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
     if (n < 0) {
       if (errno == EINTR) {
         continue;
       }
-      return false;
+      error = errno;
+      return done;
     }
-    data.remove_prefix(static_cast<size_t>(n));
+    done += static_cast<size_t>(n);
   }
-  return true;
+  return done;
+}
+
+std::string failure(std::string_view what, const std::filesystem::path& path, int error) {
+  return std::string(what) + " " + path.string() + ": " + std::strerror(error);
+}
+
+std::filesystem::path nearest_existing(const std::filesystem::path& path) {
+  std::filesystem::path probe = path;
+  std::error_code error;
+  while (!probe.empty() && !std::filesystem::exists(probe, error) && probe != probe.root_path()) {
+    probe = probe.parent_path();
+  }
+  return probe.empty() ? std::filesystem::path(".") : probe;
 }
 
 } // namespace
 
 tl::expected<void, std::string> write_file_atomic(const std::filesystem::path& path,
                                                   std::string_view content) {
+  static std::atomic<unsigned> counter{0};
   std::filesystem::path tmp = path;
-  tmp += fmt::format(".tmp{}", ::getpid());
+  tmp += ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return tl::unexpected(fmt::format("cannot write {}: {}", tmp.string(), std::strerror(errno)));
+    return tl::unexpected(failure("cannot write", tmp, errno));
   }
-  bool written = write_all(fd, content) && ::fsync(fd) == 0;
-  int saved = errno;
+  int error = 0;
+  bool written = write_all(fd, content, error) == content.size();
+  if (written && ::fsync(fd) != 0) {
+    written = false;
+    error = errno;
+  }
   ::close(fd);
-  if (!written || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    saved = written ? errno : saved;
+  if (written && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    written = false;
+    error = errno;
+  }
+  if (!written) {
     ::unlink(tmp.c_str());
-    return tl::unexpected(fmt::format("cannot write {}: {}", path.string(), std::strerror(saved)));
+    return tl::unexpected(failure("cannot write", path, error));
   }
   return {};
 }
 
 tl::expected<uint64_t, std::string> free_bytes(const std::filesystem::path& path) {
-  std::filesystem::path probe = path;
-  std::error_code error;
-  while (!probe.empty() && !std::filesystem::exists(probe, error) && probe != probe.root_path()) {
-    probe = probe.parent_path();
-  }
+  std::filesystem::path probe = nearest_existing(path);
   struct statvfs stats {};
-  if (::statvfs(probe.empty() ? "." : probe.c_str(), &stats) != 0) {
-    return tl::unexpected(
-        fmt::format("cannot measure free space on {}: {}", probe.string(), std::strerror(errno)));
+  if (::statvfs(probe.c_str(), &stats) != 0) {
+    return tl::unexpected(failure("cannot measure free space on", probe, errno));
   }
   return static_cast<uint64_t>(stats.f_bavail) * stats.f_frsize;
 }
 
-tl::expected<void, std::string> read_file_into(const std::filesystem::path& path,
-                                               std::string& text) {
-  text.clear();
-  auto fail = [&](int error) {
-    return tl::unexpected(fmt::format("cannot read {}: {}", path.string(), std::strerror(error)));
-  };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return fail(errno);
-  }
+tl::expected<uint64_t, std::string> filesystem_device(const std::filesystem::path& path) {
+  std::filesystem::path probe = nearest_existing(path);
   struct stat info {};
-  if (::fstat(fd, &info) != 0) {
-    int saved = errno;
-    ::close(fd);
-    return fail(saved);
+  if (::stat(probe.c_str(), &info) != 0) {
+    return tl::unexpected(failure("cannot stat", probe, errno));
   }
-  if (S_ISDIR(info.st_mode)) {
-    ::close(fd);
-    return tl::unexpected(fmt::format("cannot read {}: it is a directory", path.string()));
-  }
-  // st_size is exact for a regular file; pipes and /proc files report 0 or less than they
-  // hold, so the loop reads on until end of file whatever the size said.
-  bool sized = S_ISREG(info.st_mode) && info.st_size > 0;
-  text.resize(sized ? static_cast<std::size_t>(info.st_size) + 1 : 4096);
-  std::size_t size = 0;
+  return static_cast<uint64_t>(info.st_dev);
+}
+
+namespace {
+
+/// Read from `fd` into `text` until end of file, up to `limit` bytes; `size_hint` sizes the
+/// first read. An error message, or "" on success.
+std::string read_fd(int fd, const std::filesystem::path& path, std::string& text, size_t size_hint,
+                    uint64_t limit) {
+  // One byte past the hint, so the read that returns 0 needs no second allocation.
+  text.resize(std::min<uint64_t>(size_hint + 1, limit + 1));
+  size_t size = 0;
   while (true) {
     if (size == text.size()) {
-      text.resize(text.size() * 2);
+      if (size > limit) {
+        text.clear();
+        return "cannot read " + path.string() + ": larger than " + std::to_string(limit) + " bytes";
+      }
+      text.resize(std::min<uint64_t>(text.size() * 2, limit + 1));
     }
     ssize_t n = ::read(fd, text.data() + size, text.size() - size);
     if (n < 0) {
       if (errno == EINTR) {
         continue;
       }
-      int saved = errno;
-      ::close(fd);
       text.clear();
-      return fail(saved);
+      return failure("cannot read", path, errno);
     }
     if (n == 0) {
       break;
     }
-    size += static_cast<std::size_t>(n);
+    size += static_cast<size_t>(n);
   }
-  ::close(fd);
+  if (size > limit) {
+    text.clear();
+    return "cannot read " + path.string() + ": larger than " + std::to_string(limit) + " bytes";
+  }
   text.resize(size);
   return {};
 }
 
-tl::expected<std::string, std::string> read_file(const std::filesystem::path& path) {
+} // namespace
+
+tl::expected<void, std::string> read_file_into(const std::filesystem::path& path, std::string& text,
+                                               uint64_t limit) {
+  text.clear();
+  // Non-blocking: opening a FIFO for reading would otherwise wait for a writer forever.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    return tl::unexpected(failure("cannot read", path, errno));
+  }
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    int saved = errno;
+    ::close(fd);
+    return tl::unexpected(failure("cannot read", path, saved));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd);
+    return tl::unexpected("cannot read " + path.string() + ": " +
+                          (S_ISDIR(info.st_mode) ? "it is a directory" : "not a regular file"));
+  }
+  if (static_cast<uint64_t>(info.st_size) > limit) {
+    ::close(fd);
+    return tl::unexpected("cannot read " + path.string() + ": " + std::to_string(info.st_size) +
+                          " bytes, more than the " + std::to_string(limit) + " allowed");
+  }
+  // st_size is exact for a regular file, but the file may grow while it is read: the loop
+  // reads on to end of file, still within the limit.
+  std::string error = read_fd(fd, path, text, static_cast<size_t>(info.st_size), limit);
+  ::close(fd);
+  if (!error.empty()) {
+    return tl::unexpected(std::move(error));
+  }
+  return {};
+}
+
+tl::expected<std::string, std::string> read_file(const std::filesystem::path& path,
+                                                 uint64_t limit) {
   std::string text;
-  if (auto read = read_file_into(path, text); !read) {
+  if (auto read = read_file_into(path, text, limit); !read) {
     return tl::unexpected(std::move(read.error()));
   }
   return text;
 }
 
-AppendFile::AppendFile(AppendFile&& other) noexcept : m_fd(other.m_fd) {
+tl::expected<std::string, std::string> read_proc_file(const std::filesystem::path& path,
+                                                      uint64_t limit) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    return tl::unexpected(failure("cannot read", path, errno));
+  }
+  std::string text;
+  std::string error = read_fd(fd, path, text, 4096, limit);
+  ::close(fd);
+  if (!error.empty()) {
+    return tl::unexpected(std::move(error));
+  }
+  return text;
+}
+
+std::string find_on_path(std::string_view name, std::string_view path) {
+  while (true) {
+    size_t colon = path.find(':');
+    std::string_view dir = path.substr(0, colon);
+    std::string candidate(dir.empty() ? "." : dir);
+    candidate.push_back('/');
+    candidate.append(name);
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    if (colon == std::string_view::npos) {
+      return {};
+    }
+    path.remove_prefix(colon + 1);
+  }
+}
+
+AppendFile::AppendFile(AppendFile&& other) noexcept
+    : m_fd(other.m_fd), m_path(std::move(other.m_path)), m_written(other.m_written),
+      m_cut_at(other.m_cut_at), m_error(std::move(other.m_error)) {
   other.m_fd = -1;
 }
 
 AppendFile& AppendFile::operator=(AppendFile&& other) noexcept {
   if (this != &other) {
-    if (m_fd >= 0) {
-      ::close(m_fd);
-    }
+    close();
     m_fd = other.m_fd;
+    m_path = std::move(other.m_path);
+    m_written = other.m_written;
+    m_cut_at = other.m_cut_at;
+    m_error = std::move(other.m_error);
     other.m_fd = -1;
   }
   return *this;
 }
 
 AppendFile::~AppendFile() {
+  close();
+}
+
+void AppendFile::close() {
   if (m_fd >= 0) {
     ::close(m_fd);
+    m_fd = -1;
   }
 }
 
 tl::expected<void, std::string> AppendFile::open(const std::filesystem::path& path) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return tl::unexpected(fmt::format("cannot open {}: {}", path.string(), std::strerror(errno)));
+    return tl::unexpected(failure("cannot open", path, errno));
   }
-  if (m_fd >= 0) {
-    ::close(m_fd);
-  }
+  close();
   m_fd = fd;
+  m_path = path;
+  m_written = 0;
+  m_cut_at = 0;
+  m_error.clear();
   return {};
 }
 
-void AppendFile::write(std::string_view data) {
-  if (m_fd >= 0) {
-    write_all(m_fd, data);
+bool AppendFile::write(std::string_view data) {
+  if (m_fd < 0 || failed()) {
+    return false;
   }
+  int error = 0;
+  size_t done = write_all(m_fd, data, error);
+  m_written += done;
+  if (done < data.size()) {
+    m_cut_at = m_written;
+    m_error = failure("cannot write", m_path, error);
+    return false;
+  }
+  return true;
+}
+
+bool AppendFile::write_after_cut(std::string_view data) {
+  if (m_fd < 0) {
+    return false;
+  }
+  int error = 0;
+  size_t done = write_all(m_fd, data, error);
+  m_written += done;
+  return done == data.size();
+}
+
+Headroom::Headroom(Headroom&& other) noexcept : m_path(std::move(other.m_path)) {
+  other.m_path.clear();
+}
+
+Headroom& Headroom::operator=(Headroom&& other) noexcept {
+  if (this != &other) {
+    release();
+    m_path = std::move(other.m_path);
+    other.m_path.clear();
+  }
+  return *this;
+}
+
+Headroom::~Headroom() {
+  release();
+}
+
+tl::expected<Headroom, std::string> Headroom::reserve(const std::filesystem::path& path,
+                                                      uint64_t bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return tl::unexpected(failure("cannot reserve room at", path, errno));
+  }
+  int rc = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  ::close(fd);
+  if (rc != 0) {
+    ::unlink(path.c_str());
+    return tl::unexpected("cannot reserve " + std::to_string(bytes / 1024) + " KiB at " +
+                          path.string() + ": " + std::strerror(rc));
+  }
+  Headroom room;
+  room.m_path = path;
+  return room;
+}
+
+bool Headroom::release() {
+  if (m_path.empty()) {
+    return false;
+  }
+  bool released = ::unlink(m_path.c_str()) == 0;
+  m_path.clear();
+  return released;
 }
 
 } // namespace kiln

@@ -10,25 +10,45 @@
 namespace kiln {
 
 /// Replace `path` with `content` so a reader (or a kiln killed mid-write) sees either the old
-/// file or the new one, never a torn one: write a temporary beside it, fsync, rename.
+/// file or the new one, never a torn one: write a temporary beside it, fsync, rename. The
+/// temporary's name is unique to the process and the call, so two writers never share one.
 tl::expected<void, std::string> write_file_atomic(const std::filesystem::path& path,
                                                   std::string_view content);
 
-/// The whole file in one open, fstat and (for a regular file) one read: no stream buffers,
-/// no copy. A directory fails with "cannot read PATH: it is a directory".
-tl::expected<std::string, std::string> read_file(const std::filesystem::path& path);
+/// What read_file reads at most unless told otherwise: larger than any file kiln reads whole,
+/// small enough that a mistake (a link to /dev/zero, a log named as a Dockerfile) fails fast.
+constexpr uint64_t k_default_read_limit = uint64_t{1} << 30;
+
+/// The whole of a regular file in one open, fstat and one read: no stream buffers, no copy.
+/// Anything else fails with the reason: a directory, a FIFO or a device ("is not a regular
+/// file"; a FIFO never blocks the open), or more than `limit` bytes.
+tl::expected<std::string, std::string> read_file(const std::filesystem::path& path,
+                                                 uint64_t limit = k_default_read_limit);
 
 /// read_file into `text`, replacing its content but keeping its buffer: a caller that
 /// reads many files in turn allocates once instead of once per file.
-tl::expected<void, std::string> read_file_into(const std::filesystem::path& path,
-                                               std::string& text);
+tl::expected<void, std::string> read_file_into(const std::filesystem::path& path, std::string& text,
+                                               uint64_t limit = k_default_read_limit);
+
+/// A /proc or /sys file: regular in name, sized 0, read until end of file up to `limit`.
+tl::expected<std::string, std::string> read_proc_file(const std::filesystem::path& path,
+                                                      uint64_t limit = 1 << 20);
 
 /// Bytes an unprivileged writer can still use on the filesystem holding `path` (the nearest
 /// existing folder above it when it does not exist yet).
 tl::expected<uint64_t, std::string> free_bytes(const std::filesystem::path& path);
 
+/// The device of the filesystem holding `path` (or the nearest existing folder above it):
+/// two paths share free space exactly when their devices are equal.
+tl::expected<uint64_t, std::string> filesystem_device(const std::filesystem::path& path);
+
+/// The executable `name` in the `:`-separated folders of `path` (an empty entry is the current
+/// folder, as a shell reads it), or "" when there is none.
+std::string find_on_path(std::string_view name, std::string_view path);
+
 /// A file that every write reaches at once (no user-space buffer): a log that survives the
-/// writer being killed.
+/// writer being killed. The first failed write (a full disk) latches: the file is cut there,
+/// later writes are dropped, and error() and cut_at() say what happened and where.
 class AppendFile {
 public:
   AppendFile() = default;
@@ -39,11 +59,49 @@ public:
   ~AppendFile();
 
   tl::expected<void, std::string> open(const std::filesystem::path& path);
-  void write(std::string_view data);
+  /// False once a write has failed (this one or an earlier one).
+  bool write(std::string_view data);
+  /// Write `data` even after a failure: a marker saying where the file was cut, once room
+  /// was made. False when it still does not fit.
+  bool write_after_cut(std::string_view data);
+  void close();
   bool is_open() const { return m_fd >= 0; }
+  bool failed() const { return !m_error.empty(); }
+  /// "cannot write PATH: No space left on device", or "" while every write succeeded.
+  const std::string& error() const { return m_error; }
+  /// Bytes in the file where the first failed write was cut off.
+  uint64_t cut_at() const { return m_cut_at; }
+  /// Bytes written through this object (the file's size when it was new).
+  uint64_t written() const { return m_written; }
 
 private:
   int m_fd = -1;
+  std::filesystem::path m_path;
+  uint64_t m_written = 0;
+  uint64_t m_cut_at = 0;
+  std::string m_error;
+};
+
+/// Room set aside on a filesystem for a record that must survive the disk filling up: a file
+/// of `bytes` allocated now (fallocate, so it really holds the blocks) and removed by
+/// release() when the record needs the room.
+class Headroom {
+public:
+  Headroom() = default;
+  Headroom(const Headroom&) = delete;
+  Headroom& operator=(const Headroom&) = delete;
+  Headroom(Headroom&& other) noexcept;
+  Headroom& operator=(Headroom&& other) noexcept;
+  ~Headroom();
+
+  static tl::expected<Headroom, std::string> reserve(const std::filesystem::path& path,
+                                                     uint64_t bytes);
+  /// Give the room back to the filesystem. True when there was room to give.
+  bool release();
+  bool held() const { return !m_path.empty(); }
+
+private:
+  std::filesystem::path m_path;
 };
 
 } // namespace kiln

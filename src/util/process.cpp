@@ -1,8 +1,11 @@
 #include "util/process.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
+#include <mutex>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -10,8 +13,6 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include "util/strings.h"
 
@@ -56,16 +57,129 @@ void kill_group(pid_t pgid, int signal) {
   ::kill(-pgid, signal);
 }
 
+int ms_until(Clock::time_point deadline, Clock::time_point now) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+  return static_cast<int>(std::clamp<long>(left, 0, 24L * 3600 * 1000));
+}
+
+/// A process of its own that outlives kiln by a moment: kiln tells it every process group it
+/// starts and ends, over a pipe whose write end only kiln holds (close-on-exec). When kiln dies,
+/// even by SIGKILL, the kernel closes that end; the sentinel reads end-of-file and kills every
+/// group still registered. PR_SET_PDEATHSIG would reach only the engine itself, not the RUN
+/// step's processes it leaves behind in its group, and it fires when the spawning thread ends.
+class GroupSentinel {
+public:
+  void watch(pid_t group) { send(static_cast<int32_t>(group)); }
+  void release(pid_t group) { send(-static_cast<int32_t>(group)); }
+
+private:
+  void send(int32_t message) {
+    std::lock_guard lock(m_mutex);
+    if (!m_started) {
+      m_started = true;
+      start();
+    }
+    if (m_fd >= 0) {
+      // Four bytes to a pipe are written whole or not at all.
+      [[maybe_unused]] ssize_t n = ::write(m_fd, &message, sizeof message);
+    }
+  }
+
+  void start() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+      return;
+    }
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      return;
+    }
+    if (pid == 0) {
+      watch_groups(fds[0]); // never returns
+    }
+    ::close(fds[0]);
+    m_fd = fds[1];
+  }
+
+  /// The sentinel's whole life, in the child of a fork from a process that may have threads:
+  /// only async-signal-safe calls, no allocation.
+  [[noreturn]] static void watch_groups(int in) {
+    // Its own session: a terminal's Ctrl-C or a kill of kiln's process group must not take
+    // the sentinel down before it has done its work.
+    ::setsid();
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT}) {
+      ::sigaction(s, &ignore, nullptr);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    // Hold nothing of kiln's: a copy of another process's output pipe would keep it open.
+    if (in != 3) {
+      ::dup2(in, 3);
+    }
+    int null = ::open("/dev/null", O_RDWR);
+    for (int fd = 0; fd < 3 && null >= 0; ++fd) {
+      ::dup2(null, fd);
+    }
+    ::syscall(SYS_close_range, 4U, ~0U, 0U);
+    static pid_t groups[4096];
+    size_t count = 0;
+    while (true) {
+      int32_t message = 0;
+      ssize_t n = ::read(3, &message, sizeof message);
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n != sizeof message) {
+        break;
+      }
+      if (message > 0 && count < std::size(groups)) {
+        groups[count++] = message;
+      } else if (message < 0) {
+        for (size_t i = 0; i < count; ++i) {
+          if (groups[i] == -message) {
+            groups[i] = groups[--count];
+            break;
+          }
+        }
+      }
+    }
+    for (size_t i = 0; i < count; ++i) {
+      ::kill(-groups[i], SIGKILL);
+    }
+    ::_exit(0);
+  }
+
+  std::mutex m_mutex;
+  bool m_started = false;
+  int m_fd = -1;
+};
+
+GroupSentinel& sentinel() {
+  static GroupSentinel* instance = new GroupSentinel; // outlives static destruction
+  return *instance;
+}
+
 } // namespace
+
+void LineSplitter::append(std::string_view part) {
+  if (m_partial.size() < m_max_line) {
+    m_partial.append(part.substr(0, m_max_line - m_partial.size()));
+  }
+}
 
 void LineSplitter::feed(std::string_view chunk) {
   while (!chunk.empty()) {
     size_t newline = chunk.find('\n');
     if (newline == std::string_view::npos) {
-      m_partial.append(chunk);
+      append(chunk);
       return;
     }
-    m_partial.append(chunk.substr(0, newline));
+    append(chunk.substr(0, newline));
     if (!m_partial.empty() && m_partial.back() == '\r') {
       m_partial.pop_back();
     }
@@ -82,16 +196,21 @@ void LineSplitter::finish() {
   }
 }
 
-ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink, int interrupt_fd,
-                        std::chrono::milliseconds grace) {
+ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink) {
   ProcessExit result;
+  const CancelToken& cancel = spec.cancel != nullptr ? *spec.cancel : interrupt_token();
   if (spec.argv.empty()) {
     result.spawn_error = "empty command";
     return result;
   }
+  if (cancel.cancelled()) {
+    result.interrupted = true;
+    result.spawn_error = "not started: " + spec.argv[0] + " was cancelled before it began";
+    return result;
+  }
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) {
-    result.spawn_error = fmt::format("pipe: {}", std::strerror(errno));
+    result.spawn_error = std::string("pipe: ") + std::strerror(errno);
     return result;
   }
 
@@ -129,22 +248,33 @@ ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink, int int
   ::close(out[1]);
   if (rc != 0) {
     ::close(out[0]);
-    result.spawn_error = fmt::format("cannot run {}: {}", spec.argv[0], std::strerror(rc));
+    result.spawn_error = "cannot run " + spec.argv[0] + ": " + std::strerror(rc);
     return result;
   }
+  sentinel().watch(pid);
 
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   int out_fd = out[0];
   bool leader_done = false;
-  bool interrupting = false;
+  bool stopping = false; // SIGINT sent; SIGKILL at kill_deadline
   Clock::time_point kill_deadline{};
   // After the leader exits, a process outside its group could still hold the pipe open;
   // wait this long for the end of output before giving up on it.
   constexpr auto k_drain_timeout = std::chrono::seconds(5);
+  // While stopping, how often to look whether the token escalated to an immediate kill.
+  constexpr auto k_escalation_poll = std::chrono::milliseconds(100);
   Clock::time_point drain_deadline{};
+  const Clock::time_point started = Clock::now();
+  Clock::time_point last_output = started;
   const bool limited = spec.timeout.count() > 0;
-  const Clock::time_point time_limit = Clock::now() + spec.timeout;
+  const bool stall_limited = spec.stall_timeout.count() > 0;
   char buffer[65536];
+
+  auto stop = [&](Clock::time_point now) {
+    stopping = true;
+    kill_deadline = now + spec.grace;
+    kill_group(pid, SIGINT);
+  };
 
   while (!leader_done || out_fd >= 0) {
     std::vector<pollfd> fds;
@@ -154,24 +284,29 @@ ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink, int int
     if (!leader_done && pidfd >= 0) {
       fds.push_back({pidfd, POLLIN, 0});
     }
-    if (!leader_done && !interrupting && interrupt_fd >= 0) {
-      fds.push_back({interrupt_fd, POLLIN, 0});
+    if (!leader_done && !stopping && cancel.fd() >= 0) {
+      fds.push_back({cancel.fd(), POLLIN, 0});
     }
-    int timeout_ms = -1;
     auto now = Clock::now();
-    if (interrupting && !leader_done) {
-      timeout_ms = static_cast<int>(std::max<long>(
-          0, std::chrono::duration_cast<std::chrono::milliseconds>(kill_deadline - now).count()));
-    } else if (leader_done) {
-      timeout_ms = static_cast<int>(std::max<long>(
-          0, std::chrono::duration_cast<std::chrono::milliseconds>(drain_deadline - now).count()));
-    } else if (pidfd < 0) {
-      timeout_ms = 100; // no pidfd: fall back to polling the leader
-    }
-    if (limited && !interrupting && !leader_done) {
-      int left = static_cast<int>(std::max<long>(
-          0, std::chrono::duration_cast<std::chrono::milliseconds>(time_limit - now).count()));
-      timeout_ms = timeout_ms < 0 ? left : std::min(timeout_ms, left);
+    int timeout_ms = -1;
+    auto at_most = [&](int ms) { timeout_ms = timeout_ms < 0 ? ms : std::min(timeout_ms, ms); };
+    if (leader_done) {
+      at_most(ms_until(drain_deadline, now));
+    } else if (stopping) {
+      at_most(std::min(ms_until(kill_deadline, now), static_cast<int>(k_escalation_poll.count())));
+    } else {
+      if (pidfd < 0) {
+        at_most(100); // no pidfd: fall back to polling the leader
+      }
+      if (cancel.fd() < 0) {
+        at_most(static_cast<int>(k_escalation_poll.count()));
+      }
+      if (limited) {
+        at_most(ms_until(started + spec.timeout, now));
+      }
+      if (stall_limited) {
+        at_most(ms_until(last_output + spec.stall_timeout, now));
+      }
     }
     int ready = ::poll(fds.data(), fds.size(), timeout_ms);
     if (ready < 0 && errno != EINTR) {
@@ -179,31 +314,31 @@ ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink, int int
     }
     now = Clock::now();
     for (const auto& fd : fds) {
-      if (fd.revents == 0) {
+      if (fd.revents == 0 || fd.fd != out_fd) {
         continue;
       }
-      if (fd.fd == out_fd) {
-        ssize_t n = ::read(out_fd, buffer, sizeof buffer);
-        if (n > 0) {
-          sink(std::string_view(buffer, static_cast<size_t>(n)));
-        } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-          ::close(out_fd);
-          out_fd = -1;
-        }
-      } else if (fd.fd == interrupt_fd) {
-        interrupting = true;
-        result.interrupted = true;
-        kill_deadline = now + grace;
-        kill_group(pid, SIGINT);
+      ssize_t n = ::read(out_fd, buffer, sizeof buffer);
+      if (n > 0) {
+        last_output = now;
+        sink(std::string_view(buffer, static_cast<size_t>(n)));
+      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+        ::close(out_fd);
+        out_fd = -1;
       }
     }
-    if (limited && !interrupting && !leader_done && now >= time_limit) {
-      interrupting = true;
-      result.timed_out = true;
-      kill_deadline = now + grace;
-      kill_group(pid, SIGINT);
+    if (!leader_done && !stopping) {
+      if (cancel.cancelled()) {
+        result.interrupted = true;
+        stop(now);
+      } else if (limited && now >= started + spec.timeout) {
+        result.timed_out = true;
+        stop(now);
+      } else if (stall_limited && now >= last_output + spec.stall_timeout) {
+        result.stalled = true;
+        stop(now);
+      }
     }
-    if (interrupting && !leader_done && now >= kill_deadline) {
+    if (stopping && !leader_done && (now >= kill_deadline || cancel.level() == CancelLevel::kill)) {
       kill_group(pid, SIGKILL);
     }
     if (!leader_done) {
@@ -216,6 +351,8 @@ ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink, int int
         } else if (WIFSIGNALED(status)) {
           result.term_signal = WTERMSIG(status);
         }
+        result.silent_for =
+            std::chrono::duration_cast<std::chrono::milliseconds>(now - last_output);
         kill_group(pid, SIGKILL);
         drain_deadline = now + k_drain_timeout;
       }
@@ -224,6 +361,7 @@ ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink, int int
       out_fd = -1;
     }
   }
+  sentinel().release(pid);
   if (pidfd >= 0) {
     ::close(pidfd);
   }
@@ -237,15 +375,19 @@ std::string CapturedRun::failure() const {
   if (exit.timed_out) {
     return "no answer before the time limit";
   }
+  if (exit.interrupted) {
+    return "interrupted";
+  }
   std::string said;
   for (const std::string& line : split(output, '\n')) {
     if (!trim(line).empty()) {
       said = std::string(trim(line));
     }
   }
-  std::string status = exit.term_signal != 0 ? fmt::format("killed by signal {}", exit.term_signal)
-                                             : fmt::format("exit {}", exit.exit_code);
-  return said.empty() ? status : fmt::format("{} ({})", said, status);
+  std::string status = exit.term_signal != 0
+                           ? "killed by signal " + std::to_string(exit.term_signal)
+                           : "exit " + std::to_string(exit.exit_code);
+  return said.empty() ? status : said + " (" + status + ")";
 }
 
 CapturedRun run_captured(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
@@ -256,16 +398,16 @@ CapturedRun run_captured(const std::vector<std::string>& argv, std::chrono::mill
 }
 
 tl::expected<std::string, std::string> capture_output(const std::vector<std::string>& argv) {
-  std::string output;
-  ProcessExit exit = run_process({argv, {}, {}}, [&](std::string_view chunk) { output += chunk; });
-  if (!exit.spawn_error.empty()) {
-    return tl::unexpected(exit.spawn_error);
+  CapturedRun run = run_captured(argv);
+  if (!run.exit.spawn_error.empty()) {
+    return tl::unexpected(run.exit.spawn_error);
   }
-  if (!exit.ok()) {
-    return tl::unexpected(
-        fmt::format("{} exited with {}: {}", join(argv, " "), exit.status_code(), trim(output)));
+  if (!run.exit.ok()) {
+    return tl::unexpected(join(argv, " ") + " exited with " +
+                          std::to_string(run.exit.status_code()) + ": " +
+                          std::string(trim(run.output)));
   }
-  return output;
+  return run.output;
 }
 
 } // namespace kiln

@@ -10,6 +10,8 @@
 
 #include <tl/expected.hpp>
 
+#include "util/cancel.h"
+
 namespace kiln {
 
 struct ProcessSpec {
@@ -18,15 +20,23 @@ struct ProcessSpec {
   std::filesystem::path cwd;                            // empty: kiln's own
   /// Stop it like an interrupt once this much time has passed; zero: no limit.
   std::chrono::milliseconds timeout{0};
+  /// Stop it like an interrupt once it has printed nothing for this long; zero: no limit.
+  std::chrono::milliseconds stall_timeout{0};
+  /// What cancels it; nullptr: interrupt_token(), so Ctrl-C reaches every process kiln starts.
+  const CancelToken* cancel = nullptr;
+  /// After SIGINT to the group, how long before SIGKILL.
+  std::chrono::milliseconds grace{std::chrono::seconds(10)};
 };
 
 /// How a process ended.
 struct ProcessExit {
   int exit_code = -1;       // when it exited
   int term_signal = 0;      // when a signal killed it
-  bool interrupted = false; // stopped because the interrupt fd became readable
+  bool interrupted = false; // stopped because its cancel token was cancelled
   bool timed_out = false;   // stopped because the spec's timeout passed
-  std::string spawn_error;  // set when it never started
+  bool stalled = false;     // stopped because it printed nothing for the spec's stall_timeout
+  std::chrono::milliseconds silent_for{0}; // since its last output, when it ended
+  std::string spawn_error;                 // set when it never started
 
   bool ok() const { return spawn_error.empty() && term_signal == 0 && exit_code == 0; }
   /// One number for records: the exit code, or 128 + signal like a shell.
@@ -41,10 +51,11 @@ using OutputSink = std::function<void(std::string_view chunk)>;
 /// Returns once the leader has exited and every process still in its group has been killed:
 /// engines leave grandchildren behind (buildah's RUN survives SIGINT to the group), and a
 /// leftover would hold build state and the output pipe.
-/// When `interrupt_fd` becomes readable the group gets SIGINT so the engine can clean up, and
-/// SIGKILL once `grace` has passed.
-ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink, int interrupt_fd = -1,
-                        std::chrono::milliseconds grace = std::chrono::seconds(10));
+/// A cancel, the timeout or a stall sends the group SIGINT so the engine can clean up, and
+/// SIGKILL once `grace` has passed, or at once when the token escalates to CancelLevel::kill.
+/// A token already cancelled starts nothing. Should kiln itself die, even by SIGKILL, a
+/// sentinel process kills every group it still had running.
+ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink);
 
 /// Run argv to completion and return what it printed (stdout and stderr); an error when it
 /// could not start or exited non-zero, naming the command and quoting its output.
@@ -65,15 +76,23 @@ CapturedRun run_captured(const std::vector<std::string>& argv,
                          std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
 /// Splits a stream of chunks into lines (without the newline); call finish() for the last one.
+/// A line longer than `max_line` bytes is handed on cut to its first `max_line` bytes: what
+/// reads lines looks at their start, and a 1 GB line must not take 1 GB of memory.
 class LineSplitter {
 public:
-  explicit LineSplitter(std::function<void(std::string_view line)> on_line)
-      : m_on_line(std::move(on_line)) {}
+  static constexpr size_t k_default_max_line = 256 * 1024;
+
+  explicit LineSplitter(std::function<void(std::string_view line)> on_line,
+                        size_t max_line = k_default_max_line)
+      : m_on_line(std::move(on_line)), m_max_line(max_line) {}
   void feed(std::string_view chunk);
   void finish();
 
 private:
+  void append(std::string_view part);
+
   std::function<void(std::string_view)> m_on_line;
+  size_t m_max_line;
   std::string m_partial;
 };
 

@@ -3,7 +3,7 @@
 #include <ctime>
 #include <random>
 
-#include <fmt/format.h>
+#include <cstdio>
 
 namespace kiln {
 
@@ -20,26 +20,33 @@ std::tm utc_parts(SystemTime time) {
 
 std::string utc_iso8601(SystemTime time) {
   std::tm p = utc_parts(time);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", p.tm_year + 1900, p.tm_mon + 1,
-                     p.tm_mday, p.tm_hour, p.tm_min, p.tm_sec);
+  char text[80];
+  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02dZ", p.tm_year + 1900, p.tm_mon + 1,
+                p.tm_mday, p.tm_hour, p.tm_min, p.tm_sec);
+  return text;
 }
 
 std::string make_run_id(SystemTime time) {
   std::tm p = utc_parts(time);
   std::random_device random;
-  return fmt::format("{:04}{:02}{:02}-{:02}{:02}{:02}-{:04x}", p.tm_year + 1900, p.tm_mon + 1,
-                     p.tm_mday, p.tm_hour, p.tm_min, p.tm_sec, random() & 0xffff);
+  char text[80];
+  std::snprintf(text, sizeof text, "%04d%02d%02d-%02d%02d%02d-%04x", p.tm_year + 1900, p.tm_mon + 1,
+                p.tm_mday, p.tm_hour, p.tm_min, p.tm_sec, random() & 0xffff);
+  return text;
 }
 
 std::string human_duration(double seconds) {
   long s = static_cast<long>(seconds + 0.5);
   if (s < 60) {
-    return fmt::format("{}s", s);
+    return std::to_string(s) + "s";
   }
+  char text[80];
   if (s < 3600) {
-    return fmt::format("{}m{:02}s", s / 60, s % 60);
+    std::snprintf(text, sizeof text, "%ldm%02lds", s / 60, s % 60);
+  } else {
+    std::snprintf(text, sizeof text, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
   }
-  return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+  return text;
 }
 
 } // namespace kiln

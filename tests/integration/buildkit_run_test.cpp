@@ -87,7 +87,7 @@ TEST(BuildkitRun, DemoChainHandsEachStageOverByOciLayoutDigest) {
   ChainDir dir;
   dir.copy_demo_without_smoke_gate();
   FakeBuildkit fake(dir);
-  KilnResult run = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, -1, fake.env());
+  KilnResult run = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, nullptr, fake.env());
   ASSERT_EQ(run.exit_code, 0) << run.output;
 
   json manifest = dir.latest_manifest();
@@ -126,7 +126,7 @@ TEST(BuildkitRun, DemoChainHandsEachStageOverByOciLayoutDigest) {
 
   // A later run of one stage alone finds its need's layout from this run.
   KilnResult only =
-      dir.kiln({"run", "--engine", "buildkit", "--only", "smoke", "chain.toml"}, -1, fake.env());
+      dir.kiln({"run", "--engine", "buildkit", "--only", "smoke", "chain.toml"}, nullptr, fake.env());
   EXPECT_EQ(only.exit_code, 0) << only.output;
   EXPECT_TRUE(
       has_word(fake.builds().back(), "context:final=oci-layout://final@" + digest["final"]));
@@ -139,7 +139,7 @@ TEST(BuildkitRun, WithARegistryStagesArePushedAndBoundByDigest) {
   chain.replace(chain.find("[chain]\n"), 8, "[chain]\nregistry = \"reg.example:5000/team\"\n");
   dir.write("chain.toml", chain);
   FakeBuildkit fake(dir);
-  KilnResult run = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, -1, fake.env());
+  KilnResult run = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, nullptr, fake.env());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   json stages = dir.latest_manifest()["stages"];
   std::string base_digest = stages[0]["image_id"];
@@ -163,14 +163,14 @@ TEST(BuildkitRun, LocalTierMakesTheSecondRunACachedRebuild) {
   ChainDir dir;
   write_work_chain(dir, "\n[cache]\nlocal = true\n", "");
   FakeBuildkit fake(dir);
-  ASSERT_EQ(dir.kiln({"run", "chain.toml"}, -1, fake.env()).exit_code, 0);
+  ASSERT_EQ(dir.kiln({"run", "chain.toml"}, nullptr, fake.env()).exit_code, 0);
   std::string slug = (dir.path() / "records/cache" / ("bk" + dir.nonce() + "-work-amd64")).string();
   auto builds = fake.builds();
   // The first run has no slug yet: a clean miss, no import; the export creates it.
   EXPECT_FALSE(has_word(builds[0], "type=local,src=" + slug));
   EXPECT_TRUE(has_word(builds[0], "type=local,dest=" + slug + ",mode=max"));
 
-  KilnResult second = dir.kiln({"run", "chain.toml"}, -1, fake.env());
+  KilnResult second = dir.kiln({"run", "chain.toml"}, nullptr, fake.env());
   ASSERT_EQ(second.exit_code, 0) << second.output;
   EXPECT_TRUE(has_word(fake.builds()[1], "type=local,src=" + slug));
   json attempt = dir.latest_manifest()["stages"][0]["attempts"][0];
@@ -184,7 +184,7 @@ TEST(BuildkitRun, RunFailureIsNotRetriedAndSalvageLandsTheFinishedTargets) {
   write_work_chain(dir, "\n[cache]\nlocal = true\nsalvage_min_free_gb = 0\n", "");
   FakeBuildkit fake(dir);
   fake.plan("work.Dockerfile build-fail-run build-fresh\n");
-  KilnResult run = dir.kiln({"run", "chain.toml"}, -1, fake.env());
+  KilnResult run = dir.kiln({"run", "chain.toml"}, nullptr, fake.env());
   EXPECT_EQ(run.exit_code, 1) << run.output;
   json stage = dir.latest_manifest()["stages"][0];
   ASSERT_EQ(stage["attempts"].size(), 1u);
@@ -218,7 +218,7 @@ TEST(BuildkitRun, EachSalvageTargetIsBoundedByItsTimeout) {
   FakeBuildkit fake(dir);
   fake.plan("work.Dockerfile build-fail-run build-fresh\n");
   KilnResult run =
-      dir.kiln({"run", "chain.toml"}, -1, fake.env({{"KILN_FAKE_BUILDCTL_DELAY_MS", "40"}}));
+      dir.kiln({"run", "chain.toml"}, nullptr, fake.env({{"KILN_FAKE_BUILDCTL_DELAY_MS", "40"}}));
   EXPECT_EQ(run.exit_code, 1) << run.output;
   json salvage = dir.latest_manifest()["stages"][0]["salvage"];
   ASSERT_EQ(salvage.size(), 2u);
@@ -233,7 +233,7 @@ TEST(BuildkitRun, SalvageIsSkippedAndSaysSoWhenDiskIsShort) {
   write_work_chain(dir, "\n[cache]\nlocal = true\nsalvage_min_free_gb = 1000000000\n", "");
   FakeBuildkit fake(dir);
   fake.plan("work.Dockerfile build-fail-run\n");
-  KilnResult run = dir.kiln({"run", "chain.toml"}, -1, fake.env());
+  KilnResult run = dir.kiln({"run", "chain.toml"}, nullptr, fake.env());
   EXPECT_EQ(run.exit_code, 1);
   json stage = dir.latest_manifest()["stages"][0];
   EXPECT_TRUE(stage["salvage"].empty());
@@ -242,7 +242,7 @@ TEST(BuildkitRun, SalvageIsSkippedAndSaysSoWhenDiskIsShort) {
       << stage["salvage_note"];
   EXPECT_EQ(fake.builds().size(), 1u);
 
-  KilnResult off = dir.kiln({"run", "--no-salvage", "chain.toml"}, -1, fake.env());
+  KilnResult off = dir.kiln({"run", "--no-salvage", "chain.toml"}, nullptr, fake.env());
   EXPECT_EQ(dir.latest_manifest()["stages"][0]["salvage_note"], "--no-salvage");
 }
 
@@ -253,7 +253,7 @@ TEST(BuildkitRun, TwoImportFlakesThenTheRegistryIsDroppedAndTheLocalTierFinishes
                    "cache_to = [\"type=registry,ref=reg.example/bk/work:cache,mode=max\"]\n");
   FakeBuildkit fake(dir);
   fake.plan("work.Dockerfile import-flake import-flake build-fresh\n");
-  KilnResult run = dir.kiln({"run", "chain.toml"}, -1, fake.env());
+  KilnResult run = dir.kiln({"run", "chain.toml"}, nullptr, fake.env());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   json attempts = dir.latest_manifest()["stages"][0]["attempts"];
   ASSERT_EQ(attempts.size(), 3u);
@@ -282,7 +282,7 @@ TEST(BuildkitRun, NoCacheExportDropsTheRegistryUpFront) {
                    "cache_from = [\"type=registry,ref=reg.example/bk/work:cache\"]\n"
                    "cache_to = [\"type=registry,ref=reg.example/bk/work:cache,mode=max\"]\n");
   FakeBuildkit fake(dir);
-  KilnResult run = dir.kiln({"run", "--no-cache-export", "chain.toml"}, -1, fake.env());
+  KilnResult run = dir.kiln({"run", "--no-cache-export", "chain.toml"}, nullptr, fake.env());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_FALSE(mentions(fake.builds()[0], "reg.example"));
   EXPECT_TRUE(mentions(fake.builds()[0], "type=local,dest="));
@@ -295,7 +295,7 @@ TEST(BuildkitRun, ExportToAnUnreachableRegistryFailsTheStageWithBuildkitsReason)
                    "cache_to = [\"type=registry,ref=127.0.0.1:1/nothing:cache,mode=max\"]\n");
   FakeBuildkit fake(dir);
   fake.plan("work.Dockerfile build-export-registry-unreachable\n");
-  KilnResult run = dir.kiln({"run", "chain.toml"}, -1, fake.env());
+  KilnResult run = dir.kiln({"run", "chain.toml"}, nullptr, fake.env());
   EXPECT_EQ(run.exit_code, 1);
   json stage = dir.latest_manifest()["stages"][0];
   EXPECT_EQ(stage["attempts"].size(), 1u);
@@ -308,7 +308,7 @@ TEST(BuildkitRun, AClippedLogIsKeptAsBuildkitPrintedIt) {
   write_work_chain(dir, "", "");
   FakeBuildkit fake(dir);
   fake.plan("work.Dockerfile build-clipped\n");
-  KilnResult run = dir.kiln({"run", "chain.toml"}, -1, fake.env());
+  KilnResult run = dir.kiln({"run", "chain.toml"}, nullptr, fake.env());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   json stage = dir.latest_manifest()["stages"][0];
   std::string log = dir.read("records/latest/" + stage["attempts"][0]["log"].get<std::string>());
@@ -321,7 +321,7 @@ TEST(BuildkitRun, RefusedLaunchesNameTheAddressOrTheVersion) {
   ChainDir dir;
   dir.copy_demo();
   FakeBuildkit fake(dir);
-  KilnResult unreachable = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, -1,
+  KilnResult unreachable = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, nullptr,
                                     fake.env({{"KILN_FAKE_BUILDCTL_UNREACHABLE", "1"},
                                               {"BUILDKIT_HOST", "tcp://192.0.2.7:1234"}}));
   EXPECT_EQ(unreachable.exit_code, 2);
@@ -330,7 +330,7 @@ TEST(BuildkitRun, RefusedLaunchesNameTheAddressOrTheVersion) {
             std::string::npos)
       << unreachable.output;
 
-  KilnResult old = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, -1,
+  KilnResult old = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, nullptr,
                             fake.env({{"KILN_FAKE_BUILDKIT_VERSION", "v0.10.6"}}));
   EXPECT_EQ(old.exit_code, 2);
   EXPECT_NE(old.output.find("uses --oci-layout (stage handoff without a registry), which needs "
@@ -351,14 +351,14 @@ TEST(BuildkitCacheSnapshot, ReDrivesAGreenStageWithTheRegistryExportAndMeasuresI
   write_work_chain(dir, "\n[cache]\nlocal = true\n",
                    "snapshot_cache_to = \"type=registry,ref=reg.example/bk/work:snap,mode=max\"\n");
   FakeBuildkit fake(dir);
-  KilnResult refused = dir.kiln({"cache", "snapshot", "chain.toml", "work"}, -1, fake.env());
+  KilnResult refused = dir.kiln({"cache", "snapshot", "chain.toml", "work"}, nullptr, fake.env());
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_NE(refused.output.find("stage 'work' has no green build"), std::string::npos)
       << refused.output;
 
   // The recorded cache export wrote five blobs; the local export holds two of them.
   fake.plan("work.Dockerfile build-fresh build-fresh build-export-registry-unreachable\n");
-  ASSERT_EQ(dir.kiln({"run", "chain.toml"}, -1, fake.env()).exit_code, 0);
+  ASSERT_EQ(dir.kiln({"run", "chain.toml"}, nullptr, fake.env()).exit_code, 0);
   std::string slug = "records/cache/bk" + dir.nonce() + "-work-amd64/blobs/sha256/";
   dir.write(slug + "3907e4cb0dc8b429290241a1d3855c5e0e6b7cac4ef49cbdd6082b550fe509f8",
             std::string(1000, 'a'));
@@ -367,7 +367,7 @@ TEST(BuildkitCacheSnapshot, ReDrivesAGreenStageWithTheRegistryExportAndMeasuresI
   std::string metadata = dir.read("records/oci/work.metadata.json");
   std::string run_id = dir.latest_manifest()["run_id"];
 
-  KilnResult snapshot = dir.kiln({"cache", "snapshot", "chain.toml", "work"}, -1, fake.env());
+  KilnResult snapshot = dir.kiln({"cache", "snapshot", "chain.toml", "work"}, nullptr, fake.env());
   ASSERT_EQ(snapshot.exit_code, 0) << snapshot.output;
   EXPECT_NE(snapshot.output.find("snapshot of work pushed 5 blob(s)"), std::string::npos)
       << snapshot.output;
@@ -391,7 +391,7 @@ TEST(BuildkitCacheSnapshot, ReDrivesAGreenStageWithTheRegistryExportAndMeasuresI
   EXPECT_EQ(record["unsized_blobs"], 3);
 
   // A failed upload fails the snapshot, never the build it copies.
-  KilnResult failed = dir.kiln({"cache", "snapshot", "chain.toml", "work"}, -1, fake.env());
+  KilnResult failed = dir.kiln({"cache", "snapshot", "chain.toml", "work"}, nullptr, fake.env());
   EXPECT_EQ(failed.exit_code, 1);
   EXPECT_NE(failed.output.find("the stage's green build is untouched"), std::string::npos)
       << failed.output;
@@ -404,10 +404,9 @@ TEST(BuildkitCacheSnapshot, AnInterruptedUploadStopsAndLeavesTheBuildAlone) {
   write_work_chain(dir, "\n[cache]\nlocal = true\n",
                    "snapshot_cache_to = \"type=registry,ref=reg.example/bk/work:snap,mode=max\"\n");
   FakeBuildkit fake(dir);
-  ASSERT_EQ(dir.kiln({"run", "chain.toml"}, -1, fake.env()).exit_code, 0);
+  ASSERT_EQ(dir.kiln({"run", "chain.toml"}, nullptr, fake.env()).exit_code, 0);
   std::string metadata = dir.read("records/oci/work.metadata.json");
-  int trigger[2];
-  ASSERT_EQ(::pipe(trigger), 0);
+  CancelToken ctrl_c;
   std::thread interrupter([&] {
     // The fake replays a line every 200 ms: press Ctrl-C once it is well under way.
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -416,13 +415,11 @@ TEST(BuildkitCacheSnapshot, AnInterruptedUploadStopsAndLeavesTheBuildAlone) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    [[maybe_unused]] auto n = ::write(trigger[1], "x", 1);
+    ctrl_c.cancel();
   });
-  KilnResult snapshot = dir.kiln({"cache", "snapshot", "chain.toml", "work"}, trigger[0],
+  KilnResult snapshot = dir.kiln({"cache", "snapshot", "chain.toml", "work"}, &ctrl_c,
                                  fake.env({{"KILN_FAKE_BUILDCTL_DELAY_MS", "200"}}));
   interrupter.join();
-  ::close(trigger[0]);
-  ::close(trigger[1]);
   EXPECT_EQ(snapshot.exit_code, 130) << snapshot.output;
   EXPECT_TRUE(processes_matching("reg.example/bk/work:snap").empty());
   EXPECT_EQ(dir.read("records/oci/work.metadata.json"), metadata);
@@ -433,7 +430,7 @@ TEST(BuildkitCacheSnapshot, AStageWithoutASnapshotExportIsRefused) {
   ChainDir dir;
   write_work_chain(dir, "", "");
   FakeBuildkit fake(dir);
-  KilnResult refused = dir.kiln({"cache", "snapshot", "chain.toml", "work"}, -1, fake.env());
+  KilnResult refused = dir.kiln({"cache", "snapshot", "chain.toml", "work"}, nullptr, fake.env());
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_NE(refused.output.find("stage 'work' has no snapshot_cache_to"), std::string::npos)
       << refused.output;

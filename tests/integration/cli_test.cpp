@@ -149,7 +149,7 @@ TEST(Cli, NeedThatIsNeitherBuiltNorInTheStoreStopsTheRunBeforeItStarts) {
 
   // BuildKit looks for the need's layout and digest from an earlier run instead.
   KilnResult buildkit =
-      dir.kiln({"run", "chain.toml", "--only", "work", "--engine", "buildkit"}, -1,
+      dir.kiln({"run", "chain.toml", "--only", "work", "--engine", "buildkit"}, nullptr,
                {{"PATH", std::string(KILN_FAKE_BUILDCTL_DIR) + ":" + std::getenv("PATH")}});
   EXPECT_EQ(buildkit.exit_code, 2);
   EXPECT_NE(buildkit.output.find("and buildkit has no image of it from an earlier run (" +

@@ -21,6 +21,7 @@
 
 #include "compilecache/stats_line.h"
 #include "util/process.h"
+#include "util/strings.h"
 
 namespace kiln::testing {
 namespace {
@@ -50,12 +51,9 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
+/// As kiln-cc quotes a value in what it prints for eval.
 std::string quoted(const std::string& value) {
-  std::string out = "'";
-  for (char c : value) {
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  }
-  return out + "'";
+  return shell_quote(value);
 }
 
 struct Ran {
@@ -199,13 +197,16 @@ private:
 /// The session folder a start printed.
 fs::path session_of(const std::string& exports) {
   std::smatch match;
-  static const std::regex k_line("export KILN_CC_SESSION='([^\\n]*)'\\n");
+  static const std::regex k_line("export KILN_CC_SESSION=([^\\n]*)\\n");
   std::string text = exports;
   if (!std::regex_search(text, match, k_line)) {
     ADD_FAILURE() << "no KILN_CC_SESSION in:\n" << exports;
     return {};
   }
   std::string path = match[1];
+  if (path.starts_with("'") && path.ends_with("'")) {
+    path = path.substr(1, path.size() - 2);
+  }
   for (auto pos = path.find("'\\''"); pos != std::string::npos; pos = path.find("'\\''")) {
     path.replace(pos, 4, "'");
   }
@@ -248,10 +249,10 @@ TEST(KilnCcSession, StartDropsAnUnreachableLevelAndServesTheStepOnAPrivateSocket
   EXPECT_EQ(session.parent_path(), step.tmpdir());
   EXPECT_EQ(ran.out, "export KILN_CC_SESSION=" + quoted(session.string()) +
                          "\n"
-                         "export SCCACHE_MULTILEVEL_CHAIN='disk,webdav'\n"
+                         "export SCCACHE_MULTILEVEL_CHAIN=disk,webdav\n"
                          "unset SCCACHE_BUCKET\n"
                          "unset SCCACHE_ENDPOINT\n"
-                         "export SCCACHE_IDLE_TIMEOUT='0'\n"
+                         "export SCCACHE_IDLE_TIMEOUT=0\n"
                          "export SCCACHE_SERVER_UDS=" +
                          quoted((session / "sccache-0.sock").string()) + "\n");
   EXPECT_EQ(count(ran.err, "WARN"), 1u) << ran.err;
@@ -309,7 +310,7 @@ TEST(KilnCcSession, ALevelTheServerRefusesIsDroppedAndTheServerStartedAgain) {
                          "server... | sccache: error: Server startup failed"),
             std::string::npos)
       << ran.err;
-  EXPECT_NE(ran.out.find("export SCCACHE_MULTILEVEL_CHAIN='disk'\nunset SCCACHE_WEBDAV_ENDPOINT\n"),
+  EXPECT_NE(ran.out.find("export SCCACHE_MULTILEVEL_CHAIN=disk\nunset SCCACHE_WEBDAV_ENDPOINT\n"),
             std::string::npos)
       << ran.out;
   auto starts = step.fake_calls("--start-server");
@@ -334,7 +335,7 @@ TEST(KilnCcSession, ARefusalThatNamesNoLevelDropsTheSlowestRemoteLevel) {
   ASSERT_EQ(ran.exit_code, 0) << ran.err;
   EXPECT_NE(ran.err.find("WARN: sccache would not start with level s3 ("), std::string::npos)
       << ran.err;
-  EXPECT_NE(ran.out.find("export SCCACHE_MULTILEVEL_CHAIN='disk,webdav'\n"), std::string::npos)
+  EXPECT_NE(ran.out.find("export SCCACHE_MULTILEVEL_CHAIN=disk,webdav\n"), std::string::npos)
       << ran.out;
   EXPECT_EQ(step.fake_calls("--start-server").size(), 2u);
 }
@@ -572,7 +573,7 @@ TEST(KilnCcSession, AnOldSccacheGetsAPrivatePortAndTheIgnoredChainIsNamed) {
             std::string::npos)
       << ran.err;
   std::smatch match;
-  std::regex port_line("unset SCCACHE_SERVER_UDS\nexport SCCACHE_SERVER_PORT='([0-9]+)'\n");
+  std::regex port_line("unset SCCACHE_SERVER_UDS\nexport SCCACHE_SERVER_PORT=([0-9]+)\n");
   ASSERT_TRUE(std::regex_search(ran.out, match, port_line)) << ran.out;
   EXPECT_NE(match[1], "4226");
 }
@@ -592,7 +593,7 @@ TEST(KilnCcSession, MisuseExitsTwoWithOneLine) {
 
 int exported_port(const std::string& exports) {
   std::smatch match;
-  std::regex line("export SCCACHE_SERVER_PORT='([0-9]+)'\n");
+  std::regex line("export SCCACHE_SERVER_PORT=([0-9]+)\n");
   if (!std::regex_search(exports, match, line)) {
     ADD_FAILURE() << "no SCCACHE_SERVER_PORT in:\n" << exports;
     return 0;

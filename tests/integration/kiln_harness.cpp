@@ -70,14 +70,16 @@ std::string ChainDir::read(const std::string& relative) const {
   return text.str();
 }
 
-KilnResult ChainDir::kiln(const std::vector<std::string>& args, int interrupt_fd,
+KilnResult ChainDir::kiln(const std::vector<std::string>& args, const CancelToken* ctrl_c,
                           const std::vector<std::pair<std::string, std::string>>& env) const {
   KilnResult result;
   std::vector<std::string> argv = {KILN_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
-  ProcessExit exit = run_process(
-      {argv, env, m_path}, [&](std::string_view chunk) { result.output += chunk; }, interrupt_fd,
-      std::chrono::seconds(60));
+  ProcessSpec spec{argv, env, m_path};
+  spec.cancel = ctrl_c != nullptr ? ctrl_c : &m_never;
+  spec.grace = std::chrono::seconds(60);
+  ProcessExit exit =
+      run_process(spec, [&](std::string_view chunk) { result.output += chunk; });
   result.exit_code = exit.status_code();
   return result;
 }

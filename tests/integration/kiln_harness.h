@@ -38,8 +38,9 @@ public:
   void write(const std::string& relative, const std::string& content) const;
   std::string read(const std::string& relative) const;
 
-  /// Run the real kiln binary with `args`, from this folder, `env` added to the environment.
-  KilnResult kiln(const std::vector<std::string>& args, int interrupt_fd = -1,
+  /// Run the real kiln binary with `args`, from this folder, `env` added to the environment;
+  /// `ctrl_c` (when given) sends it SIGINT once cancelled.
+  KilnResult kiln(const std::vector<std::string>& args, const CancelToken* ctrl_c = nullptr,
                   const std::vector<std::pair<std::string, std::string>>& env = {}) const;
 
   /// The manifest of the newest run, through the `latest` link.
@@ -48,6 +49,7 @@ public:
 private:
   std::filesystem::path m_path;
   std::string m_nonce;
+  CancelToken m_never; // what a run without `ctrl_c` watches: a test's own Ctrl-C stays its own
 };
 
 /// A Dockerfile stage that every test chain starts from: FROM scratch plus busybox.

@@ -84,7 +84,7 @@ TEST(RunResources, DemoSamplesEveryPhaseAndOffersTheBudget) {
   KilnResult summary = dir.kiln({"resources", "summarize", "records/latest/resources.csv"});
   EXPECT_EQ(summary.exit_code, 0);
   EXPECT_NE(summary.output.find("smoke"), std::string::npos) << summary.output;
-  EXPECT_EQ(dir.kiln({"run", "chain.toml", "--dry-run"}, -1, {{"KILN_JOBS", "many"}}).exit_code, 2);
+  EXPECT_EQ(dir.kiln({"run", "chain.toml", "--dry-run"}, nullptr, {{"KILN_JOBS", "many"}}).exit_code, 2);
 }
 
 /// A small tmpfs mounted inside the test's folder: the disk whose free space kiln guards.
@@ -142,7 +142,7 @@ protected:
 TEST_F(RunDisk, APreflightThatCannotFindRoomRefusesTheRunAndRecordsWhy) {
   slug("old", 1024, 300);
   write_chain("need_gb = 1\nfloor_gb = 0\n");
-  KilnResult run = m_dir.kiln({"run", "chain.toml"}, -1, env());
+  KilnResult run = m_dir.kiln({"run", "chain.toml"}, nullptr, env());
   EXPECT_EQ(run.exit_code, 2) << run.output;
   json manifest = m_dir.latest_manifest();
   EXPECT_EQ(manifest["status"], "refused:disk");
@@ -158,7 +158,7 @@ TEST_F(RunDisk, APreflightThatCannotFindRoomRefusesTheRunAndRecordsWhy) {
 
 TEST_F(RunDisk, AStageBelowItsFloorIsNotStarted) {
   write_chain("floor_gb = 0\n", "disk_floor_gb = 1\n");
-  KilnResult run = m_dir.kiln({"run", "chain.toml"}, -1, env());
+  KilnResult run = m_dir.kiln({"run", "chain.toml"}, nullptr, env());
   EXPECT_EQ(run.exit_code, 1) << run.output;
   json stage = m_dir.latest_manifest()["stages"][0];
   EXPECT_EQ(stage["status"], "failed");
@@ -176,7 +176,7 @@ TEST_F(RunDisk, TheWatchdogTrimsTheOldestExportsDuringAStage) {
   std::ofstream(m_disk / "ballast") << std::string(2560 * 1024, 'b');
   write_chain("floor_gb = 0\nguard_gb = 0.002\nwatch_interval_s = 1\n");
   KilnResult run =
-      m_dir.kiln({"run", "chain.toml"}, -1, env({{"KILN_FAKE_BUILDCTL_DELAY_MS", "30"}}));
+      m_dir.kiln({"run", "chain.toml"}, nullptr, env({{"KILN_FAKE_BUILDCTL_DELAY_MS", "30"}}));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   std::string driver = m_dir.read("records/latest/driver.log");
   EXPECT_NE(driver.find("[disk-trim] removed s0 "), std::string::npos) << driver;
@@ -192,7 +192,7 @@ TEST_F(RunDisk, TheWatchdogTrimsTheOldestExportsDuringAStage) {
 TEST_F(RunDisk, NothingReclaimableIsAWarningThatSaysWhatItDidNotTouch) {
   std::ofstream(m_disk / "ballast") << std::string(7 * 1024 * 1024, 'b');
   write_chain("floor_gb = 0\nguard_gb = 0.004\nwatch_interval_s = 1\n");
-  KilnResult run = m_dir.kiln({"run", "chain.toml"}, -1, env());
+  KilnResult run = m_dir.kiln({"run", "chain.toml"}, nullptr, env());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   std::string driver = m_dir.read("records/latest/driver.log");
   EXPECT_NE(driver.find("NOTHING was reclaimable"), std::string::npos) << driver;
@@ -208,7 +208,7 @@ TEST_F(RunDisk, DiskStatusAndReclaimBetweenRuns) {
   }
   std::ofstream(m_disk / "ballast") << std::string(2560 * 1024, 'b');
   write_chain("floor_gb = 0\n");
-  KilnResult status = m_dir.kiln({"disk", "status", "chain.toml"}, -1, env());
+  KilnResult status = m_dir.kiln({"disk", "status", "chain.toml"}, nullptr, env());
   ASSERT_EQ(status.exit_code, 0) << status.output;
   EXPECT_NE(status.output.find("cache exports: 5 slug(s)"), std::string::npos) << status.output;
   EXPECT_LT(status.output.find("  s0 "), status.output.find("  s4 ")) << status.output;
@@ -216,7 +216,7 @@ TEST_F(RunDisk, DiskStatusAndReclaimBetweenRuns) {
 
   // 8 MiB target: the two oldest exports are not enough, and a dry run removes nothing.
   KilnResult dry =
-      m_dir.kiln({"disk", "reclaim", "chain.toml", "--target-gb", "0.003", "--dry-run"}, -1, env());
+      m_dir.kiln({"disk", "reclaim", "chain.toml", "--target-gb", "0.003", "--dry-run"}, nullptr, env());
   ASSERT_EQ(dry.exit_code, 0) << dry.output;
   EXPECT_NE(dry.output.find("remove cache export s0"), std::string::npos) << dry.output;
   EXPECT_NE(dry.output.find("remove cache export s1"), std::string::npos) << dry.output;
@@ -225,7 +225,7 @@ TEST_F(RunDisk, DiskStatusAndReclaimBetweenRuns) {
   EXPECT_EQ(count(m_dir.read("buildctl.log"), "\"command\":\"prune\""), 0u);
 
   KilnResult real =
-      m_dir.kiln({"disk", "reclaim", "chain.toml", "--target-gb", "0.003"}, -1, env());
+      m_dir.kiln({"disk", "reclaim", "chain.toml", "--target-gb", "0.003"}, nullptr, env());
   EXPECT_EQ(count(real.output, "[disk-reclaim]"), 1u) << real.output;
   EXPECT_FALSE(std::filesystem::exists(m_disk / "cache/s0"));
   EXPECT_FALSE(std::filesystem::exists(m_disk / "cache/s1"));

@@ -23,20 +23,16 @@ ProcessExit run_sh(const std::string& script, std::string& output) {
 /// Run a script that prints "ready" once its traps are set, and interrupt it then.
 ProcessExit interrupt_when_ready(const std::string& script, std::string& output,
                                  std::chrono::milliseconds grace) {
-  int trigger[2];
-  EXPECT_EQ(::pipe(trigger), 0);
-  ProcessExit exit = run_process(
-      {{"sh", "-c", script}, {}, {}},
-      [&](std::string_view chunk) {
-        output += chunk;
-        if (output.find("ready") != std::string::npos) {
-          [[maybe_unused]] auto n = ::write(trigger[1], "x", 1);
-        }
-      },
-      trigger[0], grace);
-  ::close(trigger[0]);
-  ::close(trigger[1]);
-  return exit;
+  CancelToken ctrl_c;
+  ProcessSpec spec{{"sh", "-c", script}, {}, {}};
+  spec.cancel = &ctrl_c;
+  spec.grace = grace;
+  return run_process(spec, [&](std::string_view chunk) {
+    output += chunk;
+    if (output.find("ready") != std::string::npos && !ctrl_c.cancelled()) {
+      ctrl_c.cancel();
+    }
+  });
 }
 
 bool process_running(const std::string& needle) {

@@ -1,0 +1,90 @@
+#include "util/cancel.h"
+
+#include <csignal>
+#include <cstring>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+namespace kiln {
+
+namespace {
+
+volatile std::sig_atomic_t g_first_signal = 0;
+
+void on_signal(int signal) {
+  if (g_first_signal == 0) {
+    g_first_signal = signal;
+  }
+  interrupt_token().cancel();
+}
+
+} // namespace
+
+CancelToken::CancelToken() {
+  if (::pipe2(m_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    m_pipe[0] = m_pipe[1] = -1;
+  }
+}
+
+CancelToken::~CancelToken() {
+  for (int fd : m_pipe) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+}
+
+void CancelToken::cancel() {
+  int level = m_level.load();
+  while (level < static_cast<int>(CancelLevel::kill) &&
+         !m_level.compare_exchange_weak(level, level + 1)) {
+  }
+  if (m_pipe[1] >= 0) {
+    // The pipe is never drained, so one byte keeps it readable for every poller; a second
+    // byte wakes a poller that waits on it again after the first.
+    char byte = 1;
+    [[maybe_unused]] ssize_t n = ::write(m_pipe[1], &byte, 1);
+  }
+}
+
+bool CancelToken::sleep_for(std::chrono::milliseconds duration) const {
+  if (cancelled()) {
+    return false;
+  }
+  pollfd fd{m_pipe[0], POLLIN, 0};
+  ::poll(&fd, m_pipe[0] >= 0 ? 1 : 0, static_cast<int>(duration.count()));
+  return !cancelled();
+}
+
+CancelToken& interrupt_token() {
+  // Never destroyed: a signal may arrive while static destructors run.
+  static CancelToken* token = new CancelToken;
+  return *token;
+}
+
+void install_interrupt_handlers() {
+  static bool installed = false;
+  if (installed) {
+    return;
+  }
+  installed = true;
+  interrupt_token(); // made now, not inside the handler
+  struct sigaction action {};
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+}
+
+int interrupt_signal() {
+  return g_first_signal;
+}
+
+std::string interrupt_signal_name() {
+  const char* name = g_first_signal != 0 ? sigabbrev_np(g_first_signal) : nullptr;
+  return name != nullptr ? std::string("SIG") + name : std::string();
+}
+
+} // namespace kiln
