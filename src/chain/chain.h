@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "util/diagnostic.h"
+#include "util/pattern.h"
 
 namespace kiln {
 
@@ -22,19 +24,29 @@ struct SecretRef {
   SourcePos pos;
 };
 
-/// A family of failures worth another attempt, recognised by patterns (ECMAScript regular
-/// expressions, matched anywhere in a line) over the failing output.
+/// A family of failures worth another attempt, recognised by patterns (RE2 regular expressions,
+/// compiled when the chain loads, matched anywhere in a line) over the failing output.
 struct TransientClass {
   std::string name;
-  std::vector<std::string> patterns;
+  std::vector<Pattern> patterns;
+  /// A line that matches one of `patterns` but also one of these is not of the class: RE2 has
+  /// no lookahead, so an exception is a pattern of its own.
+  std::vector<Pattern> unless;
   /// Retry even when two attempts fail with the same tail: measured to go green later.
   bool retry_despite_identical = false;
 };
 
+using Milliseconds = std::chrono::milliseconds;
+
 struct RetryPolicy {
   int attempts = 3;
-  double cooldown_s = 5;      // before the second attempt; doubles after each further failure
-  double cooldown_max_s = 60; // the doubling stops here
+  Milliseconds cooldown{5000};      // before the second attempt; doubles after each failure
+  Milliseconds cooldown_max{60000}; // the doubling stops here
+  /// No output from the engine for this long stops an attempt as a stall (transient, unless it
+  /// stalls again at the same step): a network call in a step once hung for exactly 2 h while
+  /// the real work took 162 s.
+  Milliseconds stall_timeout{std::chrono::hours(1)};
+  Milliseconds timeout{0}; // one attempt's wall-clock cap; zero: none
 };
 
 /// A cache import or export as BuildKit spells it: `type=registry,ref=...,mode=max`.
@@ -53,7 +65,7 @@ struct CachePolicy {
   int import_flakes_before_drop = 2; // registry cache-import flakes before dropping the registry
   bool salvage = true;               // re-drive named targets so a failed stage's export lands
   double salvage_min_free_gb = 40;   // below this free space the salvage is skipped
-  double salvage_target_timeout_s = 600;
+  Milliseconds salvage_target_timeout{std::chrono::minutes(10)};
 };
 
 /// How kiln keeps a run from dying of a full disk ([disk] in the chain file).
@@ -64,12 +76,12 @@ struct DiskSettings {
   double floor_gb = 10;          // a stage's default floor, checked before it starts
   int keep_slugs = 3;            // newest cache exports a trim never removes
   double buildkit_keep_gb = 120; // layer cache a BuildKit store prune keeps
-  double watch_interval_s = 120; // the watchdog's tick
+  Milliseconds watch_interval{std::chrono::minutes(2)}; // the watchdog's tick
 };
 
 /// The resource sampler and the job budget ([resources] in the chain file).
 struct ResourceSettings {
-  double sample_interval_s = 20; // 0: no sampling
+  Milliseconds sample_interval{std::chrono::seconds(20)}; // zero: no sampling
   std::optional<double> host_reserve_gb;
   std::optional<double> memory_limit_gb;
   double mem_per_job_gb = 2;
@@ -110,6 +122,8 @@ struct Stage {
   std::vector<SourcePos> build_args_pos;
   std::vector<SecretRef> secrets;
   int attempts = 3;
+  Milliseconds stall_timeout{std::chrono::hours(1)}; // [defaults] unless set on the stage
+  Milliseconds timeout{0};                           // zero: no limit
   /// The fewest compile requests the stage's kiln-cc steps must report, 0 for no floor: a
   /// component that bypasses the compile cache adds nothing to a hit rate, only to this count.
   int min_compile_requests = 0;

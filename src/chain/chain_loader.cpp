@@ -9,7 +9,6 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <regex>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -17,6 +16,7 @@
 
 #include "chain/versions.h"
 #include "dockerfile/declared_args.h"
+#include "util/fs.h"
 #include "util/strings.h"
 
 namespace kiln {
@@ -50,15 +50,30 @@ const std::vector<std::string> k_cache_keys = {"local",
                                                "salvage_min_free_gb",
                                                "salvage_target_timeout_s"};
 const std::vector<std::string> k_buildah_keys = {"isolation"};
-const std::vector<std::string> k_defaults_keys = {"attempts", "cooldown_s", "cooldown_max_s"};
+const std::vector<std::string> k_defaults_keys = {"attempts", "cooldown_s", "cooldown_max_s",
+                                                  "stall_timeout_s", "timeout_s"};
 const std::vector<std::string> k_transient_keys = {"name", "patterns", "retry_despite_identical"};
 const std::vector<std::string> k_stage_keys = {
-    "name",          "dockerfile",     "context",    "target",        "tag",
-    "needs",         "build_args",     "secrets",    "attempts",      "min_compile_requests",
-    "lane",          "cache_local",    "cache_from", "cache_to",      "snapshot_cache_to",
-    "disk_floor_gb", "mem_per_job_gb", "kind",       "gate_image_env"};
+    "name",          "dockerfile",     "context",    "target",         "tag",
+    "needs",         "build_args",     "secrets",    "attempts",       "min_compile_requests",
+    "lane",          "cache_local",    "cache_from", "cache_to",       "snapshot_cache_to",
+    "disk_floor_gb", "mem_per_job_gb", "kind",       "gate_image_env", "stall_timeout_s",
+    "timeout_s"};
 const char* const k_attempts_hint = "1 means a single attempt and no retry";
 const std::vector<std::string> k_secret_keys = {"id", "env", "file"};
+
+// The longest duration any key takes: longer is a typo (minutes for seconds, an extra digit).
+constexpr double k_max_seconds = 30.0 * 24 * 3600;
+
+// The largest count any key takes (attempts, floors): more is a typo, and sums stay far from
+// overflowing.
+constexpr int64_t k_max_count = 1000000;
+
+// The largest size any key takes, in GB: a petabyte is a typo for a disk a chain builds on.
+constexpr double k_max_gb = 1e6;
+
+// Far larger than any chain file; reading a wrong path (a log, a disk image) fails fast.
+constexpr uint64_t k_chain_file_limit = uint64_t{16} << 20;
 
 const std::string_view k_identifier_rule = "use letters, digits and '_', not starting with a digit";
 
@@ -179,8 +194,11 @@ private:
   /// A positive integer; `hint` says what 1 means, for the error below 1.
   std::optional<int> get_count(const toml::table& table, std::string_view where,
                                std::string_view key, std::string_view hint);
-  std::optional<double> get_seconds(const toml::table& table, std::string_view where,
-                                    std::string_view key);
+  /// A duration written in seconds, from `least` to `most` (30 days unless said): every time
+  /// key is bounded here, so nothing later overflows a clock or spins on a huge interval.
+  std::optional<Milliseconds> get_seconds(const toml::table& table, std::string_view where,
+                                          std::string_view key, double least = 0,
+                                          double most = k_max_seconds);
   std::optional<fs::path> existing_path(const toml::value<std::string>& node, std::string_view what,
                                         PathKind kind);
 
@@ -195,6 +213,8 @@ private:
   /// An array of strings; `what` says what one entry is, for the error on a non-string.
   std::vector<std::string> get_strings(const toml::table& table, std::string_view where,
                                        std::string_view key, std::string_view what);
+  /// Where byte `offset` of a pattern written as `node` is in the chain file.
+  SourcePos pattern_pos(const toml::value<std::string>& node, size_t offset) const;
   /// A count of 0 or more.
   std::optional<int> get_floor(const toml::table& table, std::string_view where,
                                std::string_view key);
@@ -226,7 +246,25 @@ private:
   std::vector<StageSource> m_sources;          // one per stage
   std::map<std::string, size_t> m_stage_index; // first stage of each name
   fs::path m_versions_shown;                   // the versions file as diagnostics name it
+  std::string m_text;                          // the chain file as read
 };
+
+SourcePos Loader::pattern_pos(const toml::value<std::string>& node, size_t offset) const {
+  SourcePos at = pos(node);
+  // The caret goes under the offending part when the pattern is written as it reads (a literal
+  // '...' string, or a "..." one without escapes); otherwise under the string's start.
+  std::string_view rest = m_text;
+  for (int line = 1; line < at.line && !rest.empty(); ++line) {
+    size_t newline = rest.find('\n');
+    rest = newline == std::string_view::npos ? std::string_view() : rest.substr(newline + 1);
+  }
+  size_t quote = static_cast<size_t>(std::max(at.column - 1, 0));
+  if (quote < rest.size() && (rest[quote] == '\'' || rest[quote] == '"') &&
+      rest.substr(quote + 1).starts_with(node.get())) {
+    at.column += static_cast<int>(1 + offset);
+  }
+  return at;
+}
 
 fs::path Loader::resolve(const std::string& written) const {
   fs::path path = (m_chain.dir / written).lexically_normal();
@@ -298,15 +336,16 @@ std::optional<int> Loader::get_count(const toml::table& table, std::string_view 
           std::string(hint));
     return std::nullopt;
   }
-  if (value > std::numeric_limits<int>::max()) {
-    error(pos(*node), fmt::format("'{}' {} is too large: {}", key, where, value));
+  if (value > k_max_count) {
+    error(pos(*node),
+          fmt::format("'{}' {} is {}, more than the {} allowed", key, where, value, k_max_count));
     return std::nullopt;
   }
   return static_cast<int>(value);
 }
 
-std::optional<double> Loader::get_seconds(const toml::table& table, std::string_view where,
-                                          std::string_view key) {
+std::optional<Milliseconds> Loader::get_seconds(const toml::table& table, std::string_view where,
+                                                std::string_view key, double least, double most) {
   const toml::node* node = table.get(key);
   if (!node) {
     return std::nullopt;
@@ -322,11 +361,21 @@ std::optional<double> Loader::get_seconds(const toml::table& table, std::string_
     error(pos(*node), fmt::format("'{}' {} must be a finite number, not {}", key, where, value));
     return std::nullopt;
   }
-  if (value < 0) {
-    error(pos(*node), fmt::format("'{}' {} must be 0 or more, not {}", key, where, value));
+  if (value < least) {
+    error(pos(*node), least == 0
+                          ? fmt::format("'{}' {} must be 0 or more, not {}", key, where, value)
+                          : fmt::format("'{}' {} must be at least {} second(s), not {}", key, where,
+                                        least, value));
     return std::nullopt;
   }
-  return value;
+  if (value > most) {
+    error(pos(*node),
+          fmt::format("'{}' {} is {} seconds, more than the {} allowed", key, where, value, most),
+          most == k_max_seconds ? "a duration longer than 30 days is a mistake; write seconds"
+                                : "write seconds");
+    return std::nullopt;
+  }
+  return std::chrono::duration_cast<Milliseconds>(std::chrono::duration<double>(value));
 }
 
 std::optional<fs::path> Loader::existing_path(const toml::value<std::string>& node,
@@ -474,7 +523,7 @@ void Loader::read_cache(const toml::table& root) {
     }
   }
   if (auto timeout = get_seconds(*cache, where, "salvage_target_timeout_s")) {
-    m_chain.cache.salvage_target_timeout_s = *timeout;
+    m_chain.cache.salvage_target_timeout = *timeout;
   }
 }
 
@@ -490,6 +539,12 @@ std::optional<double> Loader::get_gb(const toml::table& table, std::string_view 
           fmt::format("'{}' {} must be a number of GB, {}", key, where,
                       positive ? "more than 0" : "0 or more"),
           positive ? "write it like 4 or 2.5" : "write it like 40 or 12.5; 0 turns it off");
+    return std::nullopt;
+  }
+  if (value > k_max_gb) {
+    error(pos(*node),
+          fmt::format("'{}' {} is {} GB, more than the {} allowed", key, where, value, k_max_gb),
+          "sizes are in GB: write 40 for 40 GB");
     return std::nullopt;
   }
   return value;
@@ -519,15 +574,8 @@ void Loader::read_disk(const toml::table& root) {
       disk.keep_slugs = static_cast<int>(keep->get());
     }
   }
-  if (auto interval = get_seconds(*table, where, "watch_interval_s")) {
-    if (*interval < 1) {
-      error(pos(*table->get("watch_interval_s")),
-            "'watch_interval_s' in [disk] must be at least 1 second",
-            "the watchdog samples free space this often during a stage");
-    } else {
-      disk.watch_interval_s = *interval;
-    }
-  }
+  disk.watch_interval =
+      get_seconds(*table, where, "watch_interval_s", 1, 24 * 3600).value_or(disk.watch_interval);
 }
 
 void Loader::read_resources(const toml::table& root) {
@@ -538,8 +586,8 @@ void Loader::read_resources(const toml::table& root) {
   ResourceSettings& resources = m_chain.resources;
   const std::string_view where = "in [resources]";
   check_keys(*table, where, k_resources_keys);
-  resources.sample_interval_s =
-      get_seconds(*table, where, "sample_interval_s").value_or(resources.sample_interval_s);
+  resources.sample_interval = get_seconds(*table, where, "sample_interval_s", 0, 24 * 3600)
+                                  .value_or(resources.sample_interval);
   if (auto reserve = get_gb(*table, where, "host_reserve_gb")) {
     resources.host_reserve_gb = reserve;
   }
@@ -682,23 +730,28 @@ void Loader::read_defaults(const toml::table& root) {
   if (auto attempts = get_count(*defaults, where, "attempts", k_attempts_hint)) {
     policy.attempts = *attempts;
   }
-  auto cooldown = get_seconds(*defaults, where, "cooldown_s");
-  auto cooldown_max = get_seconds(*defaults, where, "cooldown_max_s");
-  policy.cooldown_s = cooldown.value_or(policy.cooldown_s);
-  policy.cooldown_max_s = cooldown_max.value_or(policy.cooldown_max_s);
-  if (policy.cooldown_max_s >= policy.cooldown_s) {
+  auto cooldown = get_seconds(*defaults, where, "cooldown_s", 0, 24 * 3600);
+  auto cooldown_max = get_seconds(*defaults, where, "cooldown_max_s", 0, 24 * 3600);
+  policy.stall_timeout =
+      get_seconds(*defaults, where, "stall_timeout_s").value_or(policy.stall_timeout);
+  policy.timeout = get_seconds(*defaults, where, "timeout_s").value_or(policy.timeout);
+  policy.cooldown = cooldown.value_or(policy.cooldown);
+  policy.cooldown_max = cooldown_max.value_or(policy.cooldown_max);
+  if (policy.cooldown_max >= policy.cooldown) {
     return;
   }
+  double cooldown_s = std::chrono::duration<double>(policy.cooldown).count();
+  double cooldown_max_s = std::chrono::duration<double>(policy.cooldown_max).count();
   if (cooldown_max) {
     error(pos(*defaults->get("cooldown_max_s")),
           fmt::format("'cooldown_max_s' in [defaults] ({}) is below 'cooldown_s' ({})",
-                      policy.cooldown_max_s, policy.cooldown_s),
-          fmt::format("raise cooldown_max_s to at least {}", policy.cooldown_s));
+                      cooldown_max_s, cooldown_s),
+          fmt::format("raise cooldown_max_s to at least {}", cooldown_s));
   } else {
     error(pos(*defaults->get("cooldown_s")),
           fmt::format("'cooldown_s' in [defaults] ({}) is above the default 'cooldown_max_s' ({})",
-                      policy.cooldown_s, policy.cooldown_max_s),
-          fmt::format("set cooldown_max_s to at least {}", policy.cooldown_s));
+                      cooldown_s, cooldown_max_s),
+          fmt::format("set cooldown_max_s to at least {}", cooldown_s));
   }
 }
 
@@ -722,16 +775,19 @@ void Loader::read_transient(const toml::table& table) {
                                         type_name(element)));
         continue;
       }
-      try {
-        std::regex compiled(pattern->get(), std::regex::ECMAScript);
-        transient.patterns.push_back(pattern->get());
-      } catch (const std::regex_error& e) {
-        error(pos(element),
-              fmt::format("invalid regular expression '{}': {}", pattern->get(),
-                          as_fragment(e.what())),
-              "patterns are ECMAScript regular expressions; escape a literal character with a "
-              "backslash, in a '...' string so TOML keeps it");
+      auto compiled = Pattern::compile(pattern->get());
+      if (compiled) {
+        transient.patterns.push_back(std::move(*compiled));
+        continue;
       }
+      std::string part = compiled.error().offset > 0 || pattern->get().size() <= 60
+                             ? pattern->get().substr(compiled.error().offset, 60)
+                             : pattern->get().substr(0, 60);
+      error(pattern_pos(*pattern, compiled.error().offset),
+            fmt::format("invalid regular expression: {} at '{}'",
+                        as_fragment(compiled.error().message), printable(part)),
+            "patterns are RE2 regular expressions (no lookaround or backreferences); escape a "
+            "literal character with a backslash, in a '...' string so TOML keeps it");
     }
   }
   if (const auto* retry = get<bool>(table, where, "retry_despite_identical")) {
@@ -811,6 +867,9 @@ void Loader::read_stage(const toml::table& table) {
   }
   stage.attempts =
       get_count(table, where, "attempts", k_attempts_hint).value_or(m_chain.defaults.attempts);
+  stage.stall_timeout =
+      get_seconds(table, where, "stall_timeout_s").value_or(m_chain.defaults.stall_timeout);
+  stage.timeout = get_seconds(table, where, "timeout_s").value_or(m_chain.defaults.timeout);
   stage.min_compile_requests =
       get_count(table, where, "min_compile_requests",
                 "leave it out for no floor; 1 already catches a step that compiled nothing "
@@ -1143,14 +1202,18 @@ tl::expected<Chain, Diagnostics> Loader::load() {
     return tl::unexpected(Diagnostics{
         {{m_name}, "cannot read chain file: it is a directory", "name the chain's .toml file"}});
   }
-  std::ifstream in(m_file, std::ios::binary);
-  if (!in) {
-    return tl::unexpected(Diagnostics{
-        {{m_name}, fmt::format("cannot read chain file: {}", std::strerror(errno)), ""}});
+  auto text = read_file(m_file, k_chain_file_limit);
+  if (!text) {
+    return tl::unexpected(
+        Diagnostics{{{m_name},
+                     fmt::format("cannot read chain file: {}",
+                                 text.error().substr(text.error().rfind(": ") + 2)),
+                     "name the chain's .toml file"}});
   }
+  m_text = std::move(*text);
   toml::table root;
   try {
-    root = toml::parse(in, m_name);
+    root = toml::parse(m_text, m_name);
   } catch (const toml::parse_error& e) {
     return tl::unexpected(
         Diagnostics{{pos(e.source().begin),

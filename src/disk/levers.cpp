@@ -21,8 +21,7 @@ DiskPolicy disk_policy(const Chain& chain) {
   policy.guard_gb = chain.disk.guard_gb;
   policy.keep_slugs = static_cast<size_t>(chain.disk.keep_slugs);
   policy.buildkit_keep_gb = chain.disk.buildkit_keep_gb;
-  policy.watch_interval =
-      std::chrono::milliseconds(static_cast<long>(chain.disk.watch_interval_s * 1000));
+  policy.watch_interval = chain.disk.watch_interval;
   return policy;
 }
 

@@ -2,11 +2,24 @@
 
 #include <algorithm>
 #include <cmath>
-#include <regex>
 
 #include <fmt/format.h>
 
 namespace kiln {
+
+namespace {
+
+/// Built-in patterns ignore case: tools print the same failure as `Connection reset by peer`
+/// and `connection reset by peer`.
+std::vector<Pattern> builtin_patterns(std::initializer_list<const char*> sources) {
+  std::vector<Pattern> patterns;
+  for (const char* source : sources) {
+    patterns.push_back(Pattern::builtin(source, {.case_insensitive = true}));
+  }
+  return patterns;
+}
+
+} // namespace
 
 const std::vector<TransientClass>& builtin_transient_classes() {
   // Messages as the engines and Go's net/http print them. Recorded from buildah 1.28.2: a failed
@@ -17,21 +30,28 @@ const std::vector<TransientClass>& builtin_transient_classes() {
       // afternoon). Retried even when identical: after repeated flakes the run drops the
       // registry-facing cache arguments, so the next attempt is not the same build.
       {std::string(k_cache_import_class),
-       {"DeadlineExceeded", "httpReadSeeker", "no active session"},
+       builtin_patterns({"DeadlineExceeded", "httpReadSeeker", "no active session"}),
+       {},
        true},
       {"registry-network",
-       {"i/o timeout", "TLS handshake timeout", "connection reset by peer", "unexpected EOF",
-        R"(502 \(?Bad Gateway)", R"(503 \(?Service Unavailable)", R"(504 \(?Gateway Timeout)",
-        R"(429 \(?Too Many Requests)", "StatusCode: 429,", "toomanyrequests",
-        "net/http: request canceled", "http2: server sent GOAWAY"}},
-      {"engine-session", {"context deadline exceeded"}},
-      {"storage-contention", {"layer not known", "database is locked", "device or resource busy"}},
+       builtin_patterns({"i/o timeout", "TLS handshake timeout", "connection reset by peer",
+                         "unexpected EOF", R"(502 \(?Bad Gateway)", R"(503 \(?Service Unavailable)",
+                         R"(504 \(?Gateway Timeout)", R"(429 \(?Too Many Requests)",
+                         "StatusCode: 429,", "toomanyrequests", "net/http: request canceled",
+                         "http2: server sent GOAWAY"}),
+       {},
+       false},
+      {"engine-session", builtin_patterns({"context deadline exceeded"}), {}, false},
+      {"storage-contention",
+       builtin_patterns({"layer not known", "database is locked", "device or resource busy"}),
+       {},
+       false},
       // Measured to go green on a later attempt even when the tail is identical. The checksum
       // error ending in `"<path>": not found` is a file missing from the context, found at parse
       // time: it fails the same way every time.
       {"snapshot-mount",
-       {"failed to mount", R"(failed to calculate checksum of ref (?!.*": not found))"},
-       true},
+       builtin_patterns({"failed to mount", "failed to calculate checksum of ref"}),
+       builtin_patterns({R"(failed to calculate checksum of ref .*": not found)"}), true},
   };
   return k_classes;
 }
@@ -52,22 +72,22 @@ const char* verdict_name(Verdict verdict) {
 
 std::string normalise_line(const std::string& line) {
   // BuildKit plain progress: `#5 0.254 hello`; the vertex number stays, it names the step.
-  static const std::regex k_elapsed(R"(^(#\d+) \d+\.\d+( |$))");
-  static const std::regex k_timestamp(
-      R"(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?)");
-  static const std::regex k_clock(R"(\b\d{2}:\d{2}:\d{2}(\.\d+)?\b)");
+  static const Pattern k_elapsed = Pattern::builtin(R"(^(#\d+) \d+\.\d+( |$))");
+  static const Pattern k_timestamp =
+      Pattern::builtin(R"(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?)");
+  static const Pattern k_clock = Pattern::builtin(R"(\b\d{2}:\d{2}:\d{2}(\.\d+)?\b)");
   // Before hex runs: a uuid's last group alone is a 12-digit hex run.
-  static const std::regex k_uuid(
+  static const Pattern k_uuid = Pattern::builtin(
       R"(\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)");
-  static const std::regex k_hex_run(R"(\b[0-9a-fA-F]{12,}\b)");
-  static const std::regex k_duration(R"(\b(\d+(\.\d+)?(ns|us|µs|ms|h|m|s))+\b)");
+  static const Pattern k_hex_run = Pattern::builtin(R"(\b[0-9a-fA-F]{12,}\b)");
+  static const Pattern k_duration = Pattern::builtin(R"(\b(\d+(\.\d+)?(ns|us|µs|ms|h|m|s))+\b)");
 
-  std::string result = std::regex_replace(line, k_elapsed, "$1$2");
-  result = std::regex_replace(result, k_timestamp, "<time>");
-  result = std::regex_replace(result, k_clock, "<time>");
-  result = std::regex_replace(result, k_uuid, "<id>");
-  result = std::regex_replace(result, k_hex_run, "<id>");
-  return std::regex_replace(result, k_duration, "<dur>");
+  std::string result = k_elapsed.replace_all(line, "\\1\\2");
+  result = k_timestamp.replace_all(result, "<time>");
+  result = k_clock.replace_all(result, "<time>");
+  result = k_uuid.replace_all(result, "<id>");
+  result = k_hex_run.replace_all(result, "<id>");
+  return k_duration.replace_all(result, "<dur>");
 }
 
 namespace {
@@ -90,17 +110,16 @@ bool same_failure(const Tail& tail, const Tail& previous) {
                     });
 }
 
-// The last line of `window` that matches one of `transient`'s patterns, or nullptr.
+bool matches_any(const std::string& line, const std::vector<Pattern>& patterns) {
+  return std::any_of(patterns.begin(), patterns.end(),
+                     [&](const Pattern& pattern) { return pattern.search(line); });
+}
+
+// The last line of `window` that is of `transient`'s class, or nullptr.
 const std::string* last_match(const Tail& window, const TransientClass& transient) {
-  std::vector<std::regex> patterns;
-  for (const std::string& pattern : transient.patterns) {
-    patterns.emplace_back(pattern);
-  }
   for (auto line = window.rbegin(); line != window.rend(); ++line) {
-    for (const std::regex& pattern : patterns) {
-      if (std::regex_search(*line, pattern)) {
-        return &*line;
-      }
+    if (matches_any(*line, transient.patterns) && !matches_any(*line, transient.unless)) {
+      return &*line;
     }
   }
   return nullptr;
@@ -156,13 +175,35 @@ FailureVerdict classify_failure(const Tail& tail, const std::optional<Tail>& pre
   return result;
 }
 
-double cooldown_before(int next_attempt, const RetryPolicy& policy) {
+FailureVerdict classify_stall(const std::string& step, const std::optional<std::string>& previous,
+                              int attempt, int budget, double silent_seconds) {
+  FailureVerdict result;
+  result.class_name = std::string(k_stall_class);
+  std::string silence = fmt::format("no output for {:.0f}s at {}", silent_seconds, step);
+  if (previous && *previous == step) {
+    result.verdict = Verdict::refused_identical;
+    result.reason = fmt::format("stalled again ({}), at the same step as attempt {}: a step "
+                                "that hangs twice is not a flake; bound its network calls",
+                                silence, attempt - 1);
+  } else if (attempt >= budget) {
+    result.verdict = Verdict::exhausted;
+    result.reason = fmt::format("stalled ({}) on attempt {} of {}; the retry budget is used up",
+                                silence, attempt, budget);
+  } else {
+    result.verdict = Verdict::retry;
+    result.reason = fmt::format("stalled: {}; its process group was stopped", silence);
+  }
+  return result;
+}
+
+std::chrono::milliseconds cooldown_before(int next_attempt, const RetryPolicy& policy) {
   if (next_attempt <= 1) {
-    return 0;
+    return std::chrono::milliseconds(0);
   }
   // ldexp overflows to infinity rather than wrapping, and the cap then holds.
-  const double doubled = std::ldexp(policy.cooldown_s, next_attempt - 2);
-  return std::max(0.0, std::min(doubled, policy.cooldown_max_s));
+  const double doubled = std::ldexp(static_cast<double>(policy.cooldown.count()), next_attempt - 2);
+  const double capped = std::min(doubled, static_cast<double>(policy.cooldown_max.count()));
+  return std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, capped)));
 }
 
 } // namespace kiln

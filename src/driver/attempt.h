@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,9 @@ namespace kiln {
 /// The built-in class of registry cache-import flakes, which the run answers by dropping the
 /// registry-facing cache tiers after repeated hits.
 constexpr std::string_view k_cache_import_class = "cache-import";
+
+/// The class of an attempt the stall limit stopped (no output for the stage's stall_timeout_s).
+constexpr std::string_view k_stall_class = "stall";
 
 /// The built-in transient classes: builder and registry flakes that go away on their own.
 const std::vector<TransientClass>& builtin_transient_classes();
@@ -42,13 +46,20 @@ std::string normalise_line(const std::string& line);
 /// Classify the failure of attempt `attempt` (1-based) of a budget of `budget`, given this
 /// attempt's failing tail and the previous attempt's (nullopt on the first attempt).
 /// `classes` are tried in order; within the tail, the last matching line wins (it is the one
-/// closest to the failure). An invalid pattern throws std::regex_error.
+/// closest to the failure).
 FailureVerdict classify_failure(const Tail& tail, const std::optional<Tail>& previous_tail,
                                 int attempt, int budget,
                                 const std::vector<TransientClass>& classes);
 
-/// Seconds to wait before attempt `next_attempt` (2-based): cooldown doubling per failure,
+/// Classify an attempt stopped because the engine printed nothing for the stall limit, at step
+/// `step` (as step_name says it), after `silent_seconds` of silence. A stall is transient: a
+/// network call that hangs once rarely hangs twice. The same step stalling again is not a flake,
+/// and is refused.
+FailureVerdict classify_stall(const std::string& step, const std::optional<std::string>& previous,
+                              int attempt, int budget, double silent_seconds);
+
+/// How long to wait before attempt `next_attempt` (2-based): the cooldown doubling per failure,
 /// capped at the policy's maximum.
-double cooldown_before(int next_attempt, const RetryPolicy& policy);
+std::chrono::milliseconds cooldown_before(int next_attempt, const RetryPolicy& policy);
 
 } // namespace kiln

@@ -3,7 +3,6 @@
 #include <deque>
 
 #include "compilecache/stats_line.h"
-#include "util/fs.h"
 #include "util/cancel.h"
 
 namespace kiln {
@@ -19,15 +18,10 @@ void keep_last(std::deque<std::string>& lines, std::string_view line, size_t cou
 
 } // namespace
 
-AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
-                           const std::filesystem::path& log_path,
-                           const ProgressListener& on_progress, const BuildLimits& limits) {
+AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request, RecordLog& log,
+                           const ProgressListener& on_progress, const BuildLimits& limits,
+                           const OutputListener& on_output) {
   AttemptOutcome outcome;
-  AppendFile log;
-  if (auto opened = log.open(log_path); !opened) {
-    outcome.exit.spawn_error = opened.error();
-    return outcome;
-  }
   if (!request.metadata.empty()) {
     // buildctl writes its metadata file but does not create the folder for it.
     std::error_code ignored;
@@ -53,12 +47,16 @@ AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
       [&](std::string_view chunk) {
         log.write(chunk); // the whole output, byte for byte, before anything interprets it
         lines.feed(chunk);
+        if (on_output) {
+          on_output();
+        }
       },
       limits);
   lines.finish();
   outcome.progress = output->progress();
   outcome.evidence = output->evidence();
   outcome.finished_build_stages = output->finished_build_stages();
+  outcome.steps = output->steps();
   if (!outcome.exit.spawn_error.empty()) {
     log.write("kiln: " + outcome.exit.spawn_error + "\n");
     keep_last(tail, outcome.exit.spawn_error, k_console_tail_lines);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "driver/records.h"
+#include "driver/run_folder.h"
 #include "engine/engine.h"
 
 namespace kiln {
@@ -24,16 +25,21 @@ struct AttemptOutcome {
   Tail tail;                            // the last lines as printed, for the console
   std::optional<CompileReport> compile; // what the stage's kiln-cc steps reported, summed
   std::vector<std::string> finished_build_stages;
+  std::vector<StepSeen> steps;         // the layer-producing steps it reported, cached or run
   std::unique_ptr<BuildOutput> output; // the reader, for what only one engine reports
 };
 
 /// Told about every change of a build's progress.
 using ProgressListener = std::function<void(const BuildProgress&)>;
 
-/// One engine invocation: the whole output, byte for byte, to `log_path`; progress to
-/// `on_progress` when given; stopped by its cancel token or its limits.
-AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request,
-                           const std::filesystem::path& log_path,
-                           const ProgressListener& on_progress, const BuildLimits& limits = {});
+/// Told when the build printed something: the live console counts silence from it.
+using OutputListener = std::function<void()>;
+
+/// One engine invocation: the whole output, byte for byte, to `log` (unless the record ran out
+/// of room: then the log says where it was cut); progress to `on_progress` when given; stopped
+/// by its cancel token or its limits.
+AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request, RecordLog& log,
+                           const ProgressListener& on_progress, const BuildLimits& limits = {},
+                           const OutputListener& on_output = {});
 
 } // namespace kiln

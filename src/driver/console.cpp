@@ -13,6 +13,8 @@ namespace kiln {
 
 namespace {
 
+constexpr auto k_silence_shown = std::chrono::minutes(1);
+
 size_t terminal_width(std::FILE* out) {
   winsize size{};
   if (::ioctl(::fileno(out), TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
@@ -88,6 +90,12 @@ std::string Console::status_line_locked() const {
                 ? fmt::format("  ETA {}", human_duration(*s.eta_seconds - elapsed))
                 : fmt::format("  (last ok run: {})", human_duration(*s.eta_seconds));
   }
+  // A step that has said nothing for a minute is worth a look (a hung download once held a
+  // chain for two hours); below that, silence is normal.
+  auto silent = Clock::now() - Clock::time_point(Clock::duration(m_last_output.load()));
+  if (silent >= k_silence_shown) {
+    line += "  silent " + human_duration(std::chrono::duration<double>(silent).count());
+  }
   if (!m_progress.instruction.empty()) {
     line += "  " + m_progress.instruction;
   }
@@ -121,11 +129,16 @@ void Console::note(const std::string& message) {
   std::fflush(m_out);
 }
 
+void Console::stage_output() {
+  m_last_output.store(Clock::now().time_since_epoch().count());
+}
+
 void Console::stage_started(const StageView& view) {
   std::lock_guard lock(m_mutex);
   m_stage = view;
   m_progress = {};
   m_stage_start = Clock::now();
+  m_last_output.store(m_stage_start.time_since_epoch().count());
   if (m_live) {
     redraw_locked();
     return;

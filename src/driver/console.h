@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -38,6 +39,8 @@ public:
   void note(const std::string& message);
   void stage_started(const StageView& view);
   void stage_progress(const BuildProgress& progress);
+  /// The build printed something: the live line counts the step's silence from now.
+  void stage_output();
   /// Close the stage's live line with a final one.
   void stage_finished(const std::string& outcome);
   /// The last lines of a failed attempt's output and where the whole of it is.
@@ -59,6 +62,7 @@ private:
   std::optional<StageView> m_stage;
   BuildProgress m_progress;
   Clock::time_point m_stage_start;
+  std::atomic<Clock::rep> m_last_output{0}; // steady ticks; atomic: set for every chunk
   std::thread m_ticker;
 };
 

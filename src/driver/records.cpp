@@ -5,8 +5,10 @@
 #include <cmath>
 #include <system_error>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "util/fs.h"
 #include "util/time.h"
 
 namespace kiln {
@@ -14,6 +16,8 @@ namespace kiln {
 namespace {
 
 constexpr size_t k_eta_runs = 20;
+// A manifest is a few hundred KB at most; a larger file there is not one.
+constexpr uint64_t k_manifest_read_limit = uint64_t{64} << 20;
 
 using Json = nlohmann::ordered_json; // keys in the documented order, not sorted
 
@@ -44,7 +48,12 @@ Json attempt_json(const AttemptRecord& a) {
           {"matched_line", a.matched_line},
           {"reason", a.reason},
           {"log", a.log},
+          {"log_truncated_at_byte",
+           a.log_truncated_at_byte ? Json(*a.log_truncated_at_byte) : Json(nullptr)},
           {"command", a.command},
+          {"stopped_by", a.stopped_by},
+          {"last_line", a.last_line},
+          {"silent_seconds", rounded(a.silent_seconds)},
           {"registry_cache_dropped", a.registry_cache_dropped},
           {"steps_run", a.steps_run},
           {"steps_cached", a.steps_cached},
@@ -91,6 +100,7 @@ Json stage_json(const StageRecord& s) {
           {"image_id", s.image_id},
           {"failure", s.failure},
           {"min_compile_requests", s.min_compile_requests},
+          {"compile_floor", s.compile_floor},
           {"jobs", s.jobs},
           {"memory_limit_gb", rounded(s.memory_limit_gb)},
           {"attempts", attempts},
@@ -140,9 +150,12 @@ std::string manifest_json(const RunRecord& run) {
               {"chain", {{"name", run.chain_name}, {"file", run.chain_file}}},
               {"engine", {{"name", run.engine}, {"version", run.engine_version}}},
               {"host", run.host},
+              {"pid", run.pid},
               {"started", run.started},
               {"ended", run.ended},
               {"status", run.status},
+              {"status_reason", run.status_reason},
+              {"record_errors", run.record_errors},
               {"stages", stages},
               {"resources", resources}};
   // Engine output is not always UTF-8 (a Latin-1 compiler message, a binary dumped to the
@@ -150,59 +163,54 @@ std::string manifest_json(const RunRecord& run) {
   return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-tl::expected<RunFolder, std::string> RunFolder::create(const std::filesystem::path& records,
-                                                       SystemTime start) {
-  RunFolder folder;
+namespace {
+
+/// A field of a manifest an older kiln, or a hand, may have written with another type.
+template <typename T, typename J> T field(const J& object, const char* key, T fallback) {
+  auto it = object.find(key);
+  if (it == object.end()) {
+    return fallback;
+  }
+  if constexpr (std::is_same_v<T, std::string>) {
+    return it->is_string() ? it->template get<std::string>() : fallback;
+  } else {
+    return it->is_number() ? it->template get<T>() : fallback;
+  }
+}
+
+// How many of the newest runs a new run looks at: a run killed further back was marked by the
+// run after it.
+constexpr size_t k_abandoned_scan = 20;
+
+/// `ended` of a dead run: the last time its record was written.
+std::string last_written(const std::filesystem::path& run) {
   std::error_code ec;
-  std::filesystem::create_directories(records / "runs", ec);
-  // Two runs started in the same second draw again until their folders differ: sharing one
-  // would mix their logs.
-  bool created = false;
-  for (int draw = 0; draw < 100 && !created && !ec; ++draw) {
-    folder.m_run_id = make_run_id(start);
-    folder.m_path = records / "runs" / folder.m_run_id;
-    created = std::filesystem::create_directory(folder.m_path, ec);
-  }
-  if (created) {
-    std::filesystem::create_directory(folder.m_path / "stages", ec);
-  }
-  if (!created || ec) {
-    return tl::unexpected("cannot create a run folder under " + (records / "runs").string() + ": " +
-                          (ec ? ec.message() : "every id drawn is taken"));
-  }
-  const std::string& run_id = folder.m_run_id;
-  if (auto opened = folder.m_driver_log.open(folder.m_path / "driver.log"); !opened) {
-    return tl::unexpected(opened.error());
-  }
-  // Swap the link in with a rename so `latest` never dangles or vanishes.
-  std::filesystem::path link = records / "latest";
-  std::filesystem::path tmp = records / ("latest.tmp-" + run_id);
-  std::filesystem::remove(tmp, ec);
-  std::filesystem::create_directory_symlink(std::filesystem::path("runs") / run_id, tmp, ec);
-  if (!ec) {
-    std::filesystem::rename(tmp, link, ec);
+  auto when = std::filesystem::last_write_time(run / "driver.log", ec);
+  if (ec) {
+    when = std::filesystem::last_write_time(run / "manifest.json", ec);
   }
   if (ec) {
-    return tl::unexpected("cannot point " + link.string() + " at the run: " + ec.message());
+    return {};
   }
-  return folder;
+  return utc_iso8601(std::chrono::file_clock::to_sys(when));
 }
 
-void RunFolder::log(std::string_view message) {
-  std::string line = utc_iso8601(std::chrono::system_clock::now());
-  line += ' ';
-  line += message;
-  line += '\n';
-  m_driver_log.write(line);
+/// Whether a stage's successful build ran steps rather than taking every one from the cache:
+/// only such a build says how long the stage takes when it has work to do.
+bool ran_steps(const nlohmann::json& stage) {
+  auto attempts = stage.find("attempts");
+  if (attempts == stage.end() || !attempts->is_array()) {
+    return true; // an older record without attempts: take it as it is
+  }
+  for (const auto& attempt : *attempts) {
+    if (attempt.is_object() && field<std::string>(attempt, "verdict", "") == "ok") {
+      return field<int64_t>(attempt, "steps_cached", 0) < field<int64_t>(attempt, "steps_run", 0);
+    }
+  }
+  return true;
 }
 
-tl::expected<void, std::string> RunFolder::write_manifest(const RunRecord& run) const {
-  return write_file_atomic(m_path / "manifest.json", manifest_json(run));
-}
-
-std::string RunFolder::attempt_log(const std::string& stage, int attempt) {
-  return "stages/" + stage + ".attempt-" + std::to_string(attempt) + ".log";
-}
+} // namespace
 
 std::map<std::string, LastOk> last_ok_builds(const std::filesystem::path& records) {
   std::error_code ec;
@@ -213,24 +221,80 @@ std::map<std::string, LastOk> last_ok_builds(const std::filesystem::path& record
   // Run ids start with the UTC start time, so name order is time order.
   std::sort(runs.rbegin(), runs.rend());
   std::map<std::string, LastOk> builds;
+  std::map<std::string, LastOk> cached; // fully cached builds: an ETA only when nothing else is
   for (size_t i = 0; i < runs.size() && i < k_eta_runs; ++i) {
-    auto text = read_file(runs[i] / "manifest.json");
+    auto text = read_file(runs[i] / "manifest.json", k_manifest_read_limit);
     if (!text) {
       continue;
     }
     auto doc = nlohmann::json::parse(*text, nullptr, false);
-    if (doc.is_discarded() || !doc.contains("stages") || !doc["stages"].is_array()) {
+    if (!doc.is_object() || !doc.contains("stages") || !doc["stages"].is_array()) {
       continue;
     }
     for (const auto& s : doc["stages"]) {
-      if (s.is_object() && s.value("status", "") == "ok") {
-        builds.emplace(
-            s.value("name", ""),
-            LastOk{runs[i].filename().string(), s.value("seconds", 0.0), s.value("image_id", "")});
+      if (!s.is_object() || field<std::string>(s, "status", "") != "ok") {
+        continue;
       }
+      LastOk build{runs[i].filename().string(), field<double>(s, "seconds", 0.0),
+                   field<std::string>(s, "image_id", "")};
+      (ran_steps(s) ? builds : cached).emplace(field<std::string>(s, "name", ""), build);
     }
   }
+  builds.merge(cached); // keeps a build that ran steps where both exist
   return builds;
+}
+
+std::vector<std::string> mark_abandoned_runs(const std::filesystem::path& records) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> runs;
+  for (const auto& entry : std::filesystem::directory_iterator(records / "runs", ec)) {
+    runs.push_back(entry.path());
+  }
+  std::sort(runs.rbegin(), runs.rend());
+  std::vector<std::string> marked;
+  for (size_t i = 0; i < runs.size() && i < k_abandoned_scan; ++i) {
+    auto text = read_file(runs[i] / "manifest.json", k_manifest_read_limit);
+    if (!text) {
+      continue;
+    }
+    auto doc = Json::parse(*text, nullptr, false);
+    if (!doc.is_object() || field<std::string>(doc, "status", "") != "running") {
+      continue;
+    }
+    std::string ended = last_written(runs[i]);
+    doc["status"] = "abandoned";
+    doc["status_reason"] =
+        fmt::format("kiln (pid {} on {}) stopped without finishing its record: "
+                    "killed, or the machine went down; found by the next run",
+                    field<int64_t>(doc, "pid", 0), field<std::string>(doc, "host", "?"));
+    doc["ended"] = ended;
+    if (doc.contains("stages") && doc["stages"].is_array()) {
+      for (auto& stage : doc["stages"]) {
+        if (!stage.is_object()) {
+          continue;
+        }
+        if (field<std::string>(stage, "status", "") == "running") {
+          stage["status"] = "abandoned";
+          stage["ended"] = ended;
+        }
+        if (stage.contains("attempts") && stage["attempts"].is_array()) {
+          for (auto& attempt : stage["attempts"]) {
+            if (attempt.is_object() && field<std::string>(attempt, "verdict", "") == "running") {
+              attempt["verdict"] = "abandoned";
+            }
+          }
+        }
+      }
+    }
+    std::string run_id = runs[i].filename().string();
+    if (write_file_atomic(runs[i] / "manifest.json",
+                          doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n")) {
+      marked.push_back(fmt::format("run {} never finished (its record was last written {}); it "
+                                   "now says abandoned",
+                                   run_id, ended.empty() ? "at an unknown time" : ended));
+    }
+  }
+  return marked;
 }
 
 } // namespace kiln

@@ -10,13 +10,12 @@
 
 #include "compilecache/stats_line.h"
 #include "resources/sampler.h"
-#include "util/fs.h"
 #include "util/time.h"
 
 namespace kiln {
 
 /// The manifest schema version; bump it on any change a reader could notice (docs/records.md).
-constexpr int k_manifest_schema = 3;
+constexpr int k_manifest_schema = 4;
 
 /// What the kiln-cc steps of one attempt reported, summed over the steps that reported.
 struct CompileReport {
@@ -33,12 +32,20 @@ struct AttemptRecord {
   int exit_code = -1; // the engine's status (128 + signal when killed); -1 while running or
                       // when it never started
   std::string verdict = "running"; // running | ok | retry | permanent | refused-identical |
-                                   // exhausted | interrupted
+                                   // exhausted | interrupted | abandoned
   std::string transient_class;
   std::string matched_line;
   std::string reason;
-  std::string log;     // relative to the run folder
+  std::string log; // relative to the run folder
+  /// Where the log was cut because a write of the record failed (a full disk); nullopt: whole.
+  std::optional<uint64_t> log_truncated_at_byte;
   std::string command; // the engine argv of this attempt, shell-quoted
+  /// What stopped it before it ended on its own: "stall" (no output for the stage's
+  /// stall_timeout_s) or "timeout" (its timeout_s), with the last line it printed and how long
+  /// it had been silent then; "" when it ended on its own.
+  std::string stopped_by;
+  std::string last_line;
+  double silent_seconds = 0;
   /// Registry-facing cache arguments were left out (after import flakes, or asked for).
   bool registry_cache_dropped = false;
   int steps_run = 0;
@@ -81,7 +88,7 @@ struct StageRecord {
   std::string name;
   std::string tag;
   std::string status = "pending"; // pending | running | ok | failed | refused | interrupted |
-                                  // skipped (refused: a gate stopped it)
+                                  // skipped | abandoned (refused: a gate stopped it)
   std::string command;            // the engine argv, shell-quoted
   std::string started;
   std::string ended;
@@ -89,6 +96,7 @@ struct StageRecord {
   std::string image_id;
   std::string failure; // why the stage failed: the last attempt's reason or a gate's
   int min_compile_requests = 0;
+  std::string compile_floor; // how the floor was met, or why not; "" without a floor
   std::vector<AttemptRecord> attempts;
   int jobs = 0; // the job budget the build was offered; 0 before it was sized
   double memory_limit_gb = 0;
@@ -105,10 +113,14 @@ struct RunRecord {
   std::string engine;
   std::string engine_version;
   std::string host;
+  int pid = 0; // kiln's own, while it runs
   std::string started;
   std::string ended;
   std::string status = "running"; // running | ok | failed:<stage> | refused:<gate>:<stage> |
-                                  // interrupted | refused:disk
+                                  // interrupted | refused:disk | record-incomplete | crashed |
+                                  // abandoned
+  std::string status_reason;      // why it crashed or was abandoned
+  std::vector<std::string> record_errors; // writes of this record that failed, first first
   std::vector<StageRecord> stages;
   std::vector<PhaseSummary> resources; // the sampler's summary per phase, once the run ended
 
@@ -116,34 +128,6 @@ struct RunRecord {
 };
 
 std::string manifest_json(const RunRecord& run);
-
-/// The folder of one run: driver.log, stages/<stage>.attempt-N.log, manifest.json; and the
-/// `latest` link beside `runs/`.
-class RunFolder {
-public:
-  /// Create `<records>/runs/<run-id>/stages` for a new run id of a run started at `start`, and
-  /// point `<records>/latest` at it.
-  static tl::expected<RunFolder, std::string> create(const std::filesystem::path& records,
-                                                     SystemTime start);
-
-  const std::string& run_id() const { return m_run_id; }
-  const std::filesystem::path& path() const { return m_path; }
-
-  /// Append `<utc time> <message>` to driver.log; it reaches the kernel before this returns, so
-  /// it survives kiln being killed (not a power cut: no fsync per line).
-  void log(std::string_view message);
-
-  /// Rewrite manifest.json atomically: a kiln killed at any moment leaves a valid record.
-  tl::expected<void, std::string> write_manifest(const RunRecord& run) const;
-
-  /// `stages/<stage>.attempt-<n>.log`, relative to path().
-  static std::string attempt_log(const std::string& stage, int attempt);
-
-private:
-  std::string m_run_id;
-  std::filesystem::path m_path;
-  AppendFile m_driver_log;
-};
 
 /// A stage's newest successful build in an earlier run.
 struct LastOk {
@@ -155,5 +139,11 @@ struct LastOk {
 /// For each stage, its newest successful build. Reads only the most recent manifests, so a
 /// long history costs nothing.
 std::map<std::string, LastOk> last_ok_builds(const std::filesystem::path& records);
+
+/// Mark every recent run whose manifest still says `running` as `abandoned`: call it with the
+/// records lock held (driver/records_lock.h), so no live kiln writes it. Its running stages and
+/// attempts become `abandoned` too, and `ended` is when its driver.log was last written. One line
+/// per run marked, for the console.
+std::vector<std::string> mark_abandoned_runs(const std::filesystem::path& records);
 
 } // namespace kiln

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 
 #include <unistd.h>
 
@@ -14,18 +15,21 @@
 #include "driver/attempt.h"
 #include "driver/attempt_runner.h"
 #include "driver/build_request.h"
+#include "driver/compile_floor.h"
 #include "driver/image_gates.h"
 #include "driver/kiln_tools.h"
 #include "driver/records.h"
+#include "driver/records_lock.h"
+#include "driver/run_folder.h"
 #include "driver/salvage.h"
 #include "gates/smoke_floors.h"
 #include "lint/lint.h"
 #include "resources/budget.h"
 #include "resources/host_stats.h"
 #include "resources/sampler.h"
+#include "util/cancel.h"
 #include "util/diagnostic.h"
 #include "util/fs.h"
-#include "util/cancel.h"
 #include "util/strings.h"
 #include "util/time.h"
 
@@ -33,11 +37,7 @@ namespace kiln {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using Steady = std::chrono::steady_clock;
 
 std::string quoted_command(const std::vector<std::string>& argv) {
   std::vector<std::string> words;
@@ -160,47 +160,30 @@ std::vector<std::string> check_outside_needs(const std::vector<const Stage*>& st
   return problems;
 }
 
-/// Why a built stage still fails its compile-request floor, if it does. Retrying cannot help:
-/// the same Dockerfile sends the same compiles past the cache.
-std::optional<std::string> compile_floor_failure(const Stage& stage,
-                                                 const std::optional<CompileReport>& report,
-                                                 const BuildProgress& progress) {
-  // The layer cache served every step: nothing compiled, so nothing could bypass the cache.
-  bool all_cached = progress.steps_run > 0 && progress.steps_cached == progress.steps_run;
-  if (stage.min_compile_requests == 0 || all_cached) {
-    return std::nullopt;
-  }
-  if (!report) {
-    return fmt::format("no step reported compile-cache stats, and min_compile_requests is {}: "
-                       "end each compiling step with `kiln-cc session stats`",
-                       stage.min_compile_requests);
-  }
-  if (report->totals.compile_requests >= stage.min_compile_requests) {
-    return std::nullopt;
-  }
-  return fmt::format("only {} compile request(s) reached the compile cache, below "
-                     "min_compile_requests {}: the compiles bypassed the cache (a hit rate cannot "
-                     "show this: a compile that never reaches the cache is not counted in it)",
-                     report->totals.compile_requests, stage.min_compile_requests);
-}
-
 class Run {
 public:
-  Run(const Chain& chain, const Engine& engine, const RunOptions& options, Console& console,
-      RunFolder folder, RunRecord record)
-      : m_chain(chain), m_engine(engine), m_options(options), m_console(console),
-        m_folder(std::move(folder)), m_record(std::move(record)) {
+  Run(const Chain& chain, const Engine& engine, const RunSeams& seams, const RunOptions& options,
+      Console& console, RecordsLock lock, RunFolder folder, RunRecord record)
+      : m_chain(chain), m_engine(engine),
+        m_clock(seams.clock != nullptr ? *seams.clock : real_clock()), m_options(options),
+        m_console(console), m_lock(std::move(lock)), m_folder(std::move(folder)),
+        m_record(std::move(record)), m_seams(seams) {
     // Chain-file classes first: they are the more specific, and name the verdict.
     m_classes = m_chain.transient;
     m_classes.insert(m_classes.end(), builtin_transient_classes().begin(),
                      builtin_transient_classes().end());
   }
 
-  /// Build `stages` in order, each with its request (the same index).
+  /// Build `stages` in order, each with its request (the same index). Whatever escapes (an
+  /// internal error, an allocation that failed) ends the run `crashed`, recorded, never lost.
   int execute(const std::vector<const Stage*>& stages, const std::vector<BuildRequest>& requests);
 
 private:
   enum class StageEnd { ok, failed, refused, interrupted };
+  int execute_stages(const std::vector<const Stage*>& stages,
+                     const std::vector<BuildRequest>& requests);
+  /// End the run `crashed` after `reason` escaped the run loop.
+  int crashed(const std::string& reason);
   StageEnd build_stage(const Stage& stage, BuildRequest request, int index, int count);
   /// The gates after a successful build: the smoke floors of a smoke stage, the image-env gate
   /// of the final stage and of flagged ones. An empty string when every gate passed, else the
@@ -221,6 +204,13 @@ private:
   /// A stage a gate kept from starting: its record, the run's status, the console line.
   void not_started(const Stage& stage, StageRecord& record, std::string status,
                    std::string run_status, size_t index, size_t count);
+  /// Take back the image of a stage that built but failed after the build, so no later stage or
+  /// run is handed it as good.
+  void withdraw(const Stage& stage, const BuildRequest& request, const std::string& why);
+  /// One engine invocation for attempt `a`, its output logged in the record, and what its exit
+  /// and output said recorded in `a`. Its limits are the stage's time and stall limits.
+  AttemptOutcome run_logged(const Stage& stage, const BuildRequest& request, AttemptRecord& a,
+                            const ProgressListener& on_progress);
   /// Push a gated image once it passed: the same build again, every step cached, now with the
   /// push and registry cache export it was built without.
   bool publish(const Stage& stage, const BuildRequest& request, StageRecord& record);
@@ -228,6 +218,9 @@ private:
   void drop_registry_cache_after_flakes(const Stage& stage, BuildRequest& request,
                                         int import_flakes, int next_attempt);
   void save();
+  double seconds_since(Steady::time_point start) const {
+    return std::chrono::duration<double>(m_clock.steady() - start).count();
+  }
   /// After every preflight gate: a refused launch leaves no sampler behind.
   void start_sampler();
   /// Stop sampling and summarise it per phase, on every way out of a run.
@@ -242,20 +235,27 @@ private:
   /// Every line of a disk verdict to driver.log; warnings and reclaims to the console too.
   void disk_log(const std::string& line);
   /// The job budget of `stage`, logged and recorded; written where the build can mount it.
-  void prepare_budget(const Stage& stage, const BuildRequest& request, StageRecord& record);
+  /// False, with the record's failure set, when it could not be written.
+  bool prepare_budget(const Stage& stage, const BuildRequest& request, StageRecord& record);
 
   const Chain& m_chain;
   const Engine& m_engine;
+  const Clock& m_clock;
   const RunOptions& m_options;
   Console& m_console;
   std::vector<TransientClass> m_classes;
+  RecordsLock m_lock;
   RunFolder m_folder;
   RunRecord m_record;
   std::map<std::string, double> m_eta;
   std::unique_ptr<ResourceSampler> m_sampler;
   DiskPolicy m_disk;
-  std::unique_ptr<StoreLevers> m_store;
+  std::unique_ptr<StoreLevers> m_owned_store;
+  const StoreLevers* m_store = nullptr;
   std::optional<ImageGates> m_gates;
+  RunSeams m_seams;
+  std::mutex m_save_mutex; // the crash path may save from another thread
+  bool m_record_error_shown = false;
 };
 
 std::vector<std::string> Run::protected_slugs(const std::vector<const Stage*>& stages,
@@ -292,6 +292,21 @@ void Run::disk_log(const std::string& line) {
   }
 }
 
+/// The step a build was at, as the console names it: `stage 2/3 step 4/5: RUN make`.
+std::string step_name(const BuildProgress& progress) {
+  if (progress.steps == 0) {
+    return "its start, before any step";
+  }
+  std::string name = progress.build_stages > 0
+                         ? fmt::format("stage {}/{} ", progress.build_stage, progress.build_stages)
+                         : std::string();
+  name += fmt::format("step {}/{}", progress.step, progress.steps);
+  if (!progress.instruction.empty()) {
+    name += ": " + printable(progress.instruction.substr(0, 200));
+  }
+  return name;
+}
+
 /// The sampler's phase: the chain's stage, and the Dockerfile stage when the engine says.
 std::string phase_name(const Stage& stage, const BuildProgress& progress) {
   if (!progress.build_stage_name.empty()) {
@@ -304,11 +319,10 @@ std::string phase_name(const Stage& stage, const BuildProgress& progress) {
 }
 
 void Run::start_sampler() {
-  if (m_chain.resources.sample_interval_s <= 0) {
+  if (m_chain.resources.sample_interval.count() <= 0) {
     return;
   }
-  auto interval =
-      std::chrono::milliseconds(static_cast<long>(m_chain.resources.sample_interval_s * 1000));
+  auto interval = m_chain.resources.sample_interval;
   m_sampler = std::make_unique<ResourceSampler>(m_folder.path() / "resources.csv",
                                                 m_chain.disk.path, interval);
   m_sampler->set_phase("init");
@@ -341,11 +355,11 @@ void Run::finish_sampler() {
   }
 }
 
-void Run::prepare_budget(const Stage& stage, const BuildRequest& request, StageRecord& record) {
+bool Run::prepare_budget(const Stage& stage, const BuildRequest& request, StageRecord& record) {
   auto mem = read_meminfo();
   if (!mem) {
     m_folder.log(fmt::format("stage {}: no job budget: {}", stage.name, mem.error()));
-    return;
+    return true;
   }
   Budget budget = job_budget(
       *mem, online_cores(), m_chain.resources.host_reserve_gb, m_chain.resources.memory_limit_gb,
@@ -361,15 +375,27 @@ void Run::prepare_budget(const Stage& stage, const BuildRequest& request, StageR
     std::error_code ignored;
     std::filesystem::create_directories(secret.file.parent_path(), ignored);
     if (auto written = write_file_atomic(secret.file, budget_file_text(budget)); !written) {
-      m_folder.log("warning: " + written.error());
+      // The build would fail on the missing secret file with a message that names neither
+      // kiln nor the write: say what failed here instead.
+      record.failure = fmt::format("the job budget the Dockerfile mounts as secret '{}' could not "
+                                   "be written: {}",
+                                   k_budget_secret, written.error());
+      return false;
     }
   }
+  return true;
 }
 
 void Run::save() {
-  if (auto written = m_folder.write_manifest(m_record); !written) {
-    m_console.note("warning: " + written.error());
-    m_folder.log("warning: " + written.error());
+  std::lock_guard lock(m_save_mutex);
+  m_record.record_errors = m_folder.write_errors();
+  m_folder.write_manifest(m_record);
+  // A failed write is in write_errors() and ends the run `record-incomplete`; say so at once,
+  // once, on the console.
+  if (!m_record_error_shown && !m_folder.write_errors().empty()) {
+    m_record_error_shown = true;
+    m_console.note("error: the run's record is incomplete: " + m_folder.write_errors().front() +
+                   "; the builds go on, the run will not end ok");
   }
 }
 
@@ -401,21 +427,52 @@ void Run::drop_registry_cache_after_flakes(const Stage& stage, BuildRequest& req
   m_console.note(message);
 }
 
-/// What the engine's exit and output said about an attempt that started at `start`.
-void record_outcome(AttemptRecord& a, const AttemptOutcome& outcome, Clock::time_point start) {
+void Run::withdraw(const Stage& stage, const BuildRequest& request, const std::string& why) {
+  if (auto withdrawn = m_engine.withdraw_image(request); !withdrawn) {
+    m_folder.log(fmt::format("stage {}: warning: its image stays where a later stage finds it "
+                             "although {}: {}",
+                             stage.name, why, withdrawn.error()));
+  } else {
+    m_folder.log(fmt::format("stage {}: its image was withdrawn ({}) because {}", stage.name,
+                             request.tag, why));
+  }
+}
+
+AttemptOutcome Run::run_logged(const Stage& stage, const BuildRequest& request, AttemptRecord& a,
+                               const ProgressListener& on_progress) {
+  Steady::time_point start = m_clock.steady();
+  auto log = m_folder.open_log(a.log);
+  if (!log) {
+    AttemptOutcome outcome;
+    outcome.exit.spawn_error = "not started: its log cannot be written: " + log.error();
+    outcome.evidence.push_back(outcome.exit.spawn_error);
+    a.exit_code = -1;
+    return outcome;
+  }
+  BuildLimits limits{stage.timeout, stage.stall_timeout, nullptr};
+  AttemptOutcome outcome = run_attempt(m_engine, request, *log, on_progress, limits,
+                                       [this] { m_console.stage_output(); });
   a.seconds = seconds_since(start);
   a.exit_code = outcome.exit.spawn_error.empty() ? outcome.exit.status_code() : -1;
   a.steps_run = outcome.progress.steps_run;
   a.steps_cached = outcome.progress.steps_cached;
   a.vertices = outcome.progress.vertices;
   a.vertices_cached = outcome.progress.vertices_cached;
+  a.log_truncated_at_byte = log->cut_at();
+  if (outcome.exit.stalled || outcome.exit.timed_out) {
+    a.stopped_by = outcome.exit.stalled ? "stall" : "timeout";
+    a.last_line =
+        outcome.tail.empty() ? std::string() : printable(outcome.tail.back().substr(0, 500));
+    a.silent_seconds = std::chrono::duration<double>(outcome.exit.silent_for).count();
+  }
+  return outcome;
 }
 
 AttemptRecord& Run::begin_attempt(StageRecord& record, const BuildRequest& request, int number,
                                   std::string log) {
   AttemptRecord& attempt = record.attempts.emplace_back();
   attempt.number = number;
-  attempt.started = utc_iso8601(std::chrono::system_clock::now());
+  attempt.started = utc_iso8601(m_clock.wall());
   attempt.log = std::move(log);
   // Built now, not at the start of the run: the digests of the stages it needs and the cache
   // tiers it uses are known only now.
@@ -428,7 +485,7 @@ AttemptRecord& Run::begin_attempt(StageRecord& record, const BuildRequest& reque
 void Run::not_started(const Stage& stage, StageRecord& record, std::string status,
                       std::string run_status, size_t index, size_t count) {
   record.status = std::move(status);
-  record.ended = utc_iso8601(std::chrono::system_clock::now());
+  record.ended = utc_iso8601(m_clock.wall());
   m_record.status = std::move(run_status);
   m_console.note(
       fmt::format("[{}/{}] {}: not started: {}", index + 1, count, stage.name, record.failure));
@@ -518,10 +575,7 @@ bool Run::publish(const Stage& stage, const BuildRequest& request, StageRecord& 
   a.reason = "publish: the gated image, built again from the cache with its push";
   m_folder.log(
       fmt::format("stage {}: image-env gate passed; publishing: {}", stage.name, a.command));
-  Clock::time_point start = Clock::now();
-  AttemptOutcome outcome =
-      run_attempt(m_engine, request, m_folder.path() / a.log, [](const BuildProgress&) {});
-  record_outcome(a, outcome, start);
+  AttemptOutcome outcome = run_logged(stage, request, a, {});
   a.verdict = outcome.exit.ok() ? "ok" : (outcome.exit.interrupted ? "interrupted" : "permanent");
   if (!outcome.exit.ok()) {
     record.failure = fmt::format("the gated image passed, but its publish failed (exit {}); see {}",
@@ -538,9 +592,10 @@ bool Run::publish(const Stage& stage, const BuildRequest& request, StageRecord& 
 Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int index, int count) {
   StageRecord& record = *m_record.find_stage(stage.name);
   record.status = "running";
-  record.started = utc_iso8601(std::chrono::system_clock::now());
-  Clock::time_point stage_start = Clock::now();
+  record.started = utc_iso8601(m_clock.wall());
+  Steady::time_point stage_start = m_clock.steady();
   std::optional<Tail> previous_tail;
+  std::optional<std::string> previous_stall; // the step where the previous attempt stalled
   int import_flakes = 0;
   // An image the gate grades after the build must not leave the host before it passes: build
   // it to its local layout first, publish it once it passed.
@@ -563,16 +618,13 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
     }
     m_console.stage_started(view);
 
-    Clock::time_point attempt_start = Clock::now();
-    AttemptOutcome outcome = run_attempt(m_engine, request, m_folder.path() / attempt.log,
-                                         [&](const BuildProgress& progress) {
-                                           m_console.stage_progress(progress);
-                                           if (m_sampler) {
-                                             m_sampler->set_phase(phase_name(stage, progress));
-                                           }
-                                         });
     AttemptRecord& a = record.attempts.back();
-    record_outcome(a, outcome, attempt_start);
+    AttemptOutcome outcome = run_logged(stage, request, a, [&](const BuildProgress& progress) {
+      m_console.stage_progress(progress);
+      if (m_sampler) {
+        m_sampler->set_phase(phase_name(stage, progress));
+      }
+    });
     record.seconds = seconds_since(stage_start);
 
     if (outcome.exit.interrupted || interrupt_signal() != 0) {
@@ -588,11 +640,15 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
     if (outcome.exit.ok()) {
       a.verdict = "ok";
       record.image_id = m_engine.built_image(request, outcome.progress);
-      if (auto floor = compile_floor_failure(stage, outcome.compile, outcome.progress)) {
-        record.failure = *floor;
+      CompileFloorVerdict floor =
+          judge_compile_floor(stage.min_compile_requests, outcome.compile, outcome.steps);
+      record.compile_floor = floor.note;
+      if (!floor.ok) {
+        record.failure = floor.note;
         m_folder.log(fmt::format("stage {}: attempt {}/{} built, but {}", stage.name, n,
-                                 stage.attempts, *floor));
-        m_console.stage_finished("failed: " + *floor);
+                                 stage.attempts, floor.note));
+        withdraw(stage, request, "it failed its compile-request floor");
+        m_console.stage_finished("failed: " + floor.note);
         return StageEnd::failed;
       }
       if (std::string refused = post_build_gates(stage, record, m_folder.path() / a.log);
@@ -623,14 +679,30 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
       return StageEnd::ok;
     }
 
-    FailureVerdict verdict =
-        classify_failure(outcome.evidence, previous_tail, n, stage.attempts, m_classes);
+    FailureVerdict verdict;
+    if (outcome.exit.stalled) {
+      std::string step = step_name(outcome.progress);
+      verdict = classify_stall(step, previous_stall, n, stage.attempts, a.silent_seconds);
+      a.matched_line = a.last_line;
+      previous_stall = step;
+    } else if (outcome.exit.timed_out) {
+      verdict.verdict = Verdict::permanent;
+      verdict.reason = fmt::format("stopped at its time limit of {} (timeout_s) during {}; raise "
+                                   "the stage's timeout_s if the step needs longer",
+                                   human_duration(a.seconds), step_name(outcome.progress));
+      previous_stall.reset();
+    } else {
+      verdict = classify_failure(outcome.evidence, previous_tail, n, stage.attempts, m_classes);
+      previous_stall.reset();
+    }
     if (std::string explained = m_engine.explain_failure(outcome.evidence); !explained.empty()) {
       verdict.reason = explained + "; " + verdict.reason;
     }
     a.verdict = verdict_name(verdict.verdict);
     a.transient_class = verdict.class_name;
-    a.matched_line = verdict.matched_line;
+    if (!verdict.matched_line.empty()) {
+      a.matched_line = verdict.matched_line;
+    }
     a.reason = verdict.reason;
     std::string failed =
         fmt::format("stage {}: attempt {}/{} failed (exit {}) after {:.1f}s: {}", stage.name, n,
@@ -655,18 +727,18 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
           request, outcome.finished_build_stages, record);
       return StageEnd::failed;
     }
-    double cooldown = cooldown_before(n + 1, m_chain.defaults);
-    m_folder.log(failed + fmt::format("; retrying in {:.0f}s", cooldown));
-    m_console.stage_finished(fmt::format("attempt {}/{} failed ({}: {}); retrying in {}", n,
-                                         stage.attempts, verdict.class_name, verdict.matched_line,
-                                         human_duration(cooldown)));
+    std::chrono::milliseconds cooldown = cooldown_before(n + 1, m_chain.defaults);
+    double cooldown_s = std::chrono::duration<double>(cooldown).count();
+    m_folder.log(failed + fmt::format("; retrying in {:.0f}s", cooldown_s));
+    m_console.stage_finished(fmt::format(
+        "attempt {}/{} failed ({}: {}); retrying in {}", n, stage.attempts, verdict.class_name,
+        printable(verdict.matched_line.substr(0, 200)), human_duration(cooldown_s)));
     if (verdict.class_name == k_cache_import_class) {
       drop_registry_cache_after_flakes(stage, request, ++import_flakes, n + 1);
     }
     save();
     previous_tail = std::move(outcome.evidence);
-    if (!interrupt_token().sleep_for(
-            std::chrono::milliseconds(static_cast<long>(cooldown * 1000)))) {
+    if (!m_clock.sleep_for(cooldown, interrupt_token())) {
       m_folder.log(fmt::format("stage {}: interrupted during the cooldown", stage.name));
       return StageEnd::interrupted;
     }
@@ -676,10 +748,45 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
 
 int Run::execute(const std::vector<const Stage*>& stages,
                  const std::vector<BuildRequest>& requests) {
+  try {
+    return execute_stages(stages, requests);
+  } catch (const std::exception& error) {
+    return crashed(error.what());
+  } catch (...) {
+    return crashed("an exception of unknown type");
+  }
+}
+
+int Run::crashed(const std::string& reason) {
+  m_sampler.reset();
+  std::string now = utc_iso8601(m_clock.wall());
+  m_record.status = "crashed";
+  m_record.status_reason = reason;
+  m_record.ended = now;
+  for (auto& stage : m_record.stages) {
+    if (stage.status == "running") {
+      stage.status = "crashed";
+      stage.ended = now;
+    }
+    for (auto& attempt : stage.attempts) {
+      if (attempt.verdict == "running") {
+        attempt.verdict = "crashed";
+      }
+    }
+  }
+  m_folder.log(fmt::format("run {}: crashed: {}", m_record.run_id, reason));
+  save();
+  m_console.note(fmt::format("internal error: {}; the run stopped and its record says so: {}",
+                             reason, (m_folder.path() / "manifest.json").string()));
+  return k_exit_crash;
+}
+
+int Run::execute_stages(const std::vector<const Stage*>& stages,
+                        const std::vector<BuildRequest>& requests) {
   for (const auto& [stage, build] : last_ok_builds(m_chain.records)) {
     m_eta[stage] = build.seconds;
   }
-  Clock::time_point start = Clock::now();
+  Steady::time_point start = m_clock.steady();
   save();
   m_folder.log(fmt::format("run {}: chain {} ({}), engine {} {}, host {}, stages: {}",
                            m_record.run_id, m_chain.name, m_chain.file.string(), m_engine.name(),
@@ -698,7 +805,10 @@ int Run::execute(const std::vector<const Stage*>& stages,
                  "tier stays");
   }
   m_disk = disk_policy(m_chain);
-  m_store = make_store_levers(m_chain);
+  if (m_seams.store == nullptr) {
+    m_owned_store = make_store_levers(m_chain);
+  }
+  m_store = m_seams.store != nullptr ? m_seams.store : m_owned_store.get();
   for (const auto& line : normalize_policy(m_disk)) {
     disk_log(line);
   }
@@ -713,7 +823,7 @@ int Run::execute(const std::vector<const Stage*>& stages,
       for (const Stage* stage : stages) {
         m_record.find_stage(stage->name)->status = "skipped";
       }
-      m_record.ended = utc_iso8601(std::chrono::system_clock::now());
+      m_record.ended = utc_iso8601(m_clock.wall());
       save();
       m_console.summary(m_record, m_folder.path());
       return k_exit_usage;
@@ -728,7 +838,7 @@ int Run::execute(const std::vector<const Stage*>& stages,
   }());
   start_sampler();
   DiskWatchdog watchdog(
-      m_disk, [this](const std::string& line) { disk_log(line); }, m_store.get());
+      m_disk, [this](const std::string& line) { disk_log(line); }, m_store);
   int exit_code = k_exit_ok;
   for (size_t i = 0; i < stages.size(); ++i) {
     const Stage& stage = *stages[i];
@@ -747,8 +857,8 @@ int Run::execute(const std::vector<const Stage*>& stages,
     }
     double floor = stage.disk_floor_gb.value_or(m_chain.disk.floor_gb);
     if (floor > 0) {
-      GateResult gate = stage_floor(m_disk, stage.name, floor, protected_slugs(stages, i),
-                                    m_store.get(), removable_tags(stages, i));
+      GateResult gate = stage_floor(m_disk, stage.name, floor, protected_slugs(stages, i), m_store,
+                                    removable_tags(stages, i));
       for (const auto& line : gate.lines) {
         disk_log(line);
       }
@@ -765,12 +875,17 @@ int Run::execute(const std::vector<const Stage*>& stages,
       exit_code = k_exit_gate;
       continue;
     }
-    prepare_budget(stage, requests[i], record);
+    if (!prepare_budget(stage, requests[i], record)) {
+      m_folder.log(fmt::format("stage {}: not started: {}", stage.name, record.failure));
+      not_started(stage, record, "failed", "failed:" + stage.name, i, stages.size());
+      exit_code = k_exit_failed;
+      continue;
+    }
     watchdog.start(stage.name, protected_slugs(stages, i));
     StageEnd end =
         build_stage(stage, requests[i], static_cast<int>(i) + 1, static_cast<int>(stages.size()));
     watchdog.stop();
-    record.ended = utc_iso8601(std::chrono::system_clock::now());
+    record.ended = utc_iso8601(m_clock.wall());
     switch (end) {
     case StageEnd::ok:
       record.status = "ok";
@@ -796,8 +911,20 @@ int Run::execute(const std::vector<const Stage*>& stages,
     m_record.status = "ok";
   }
   finish_sampler();
-  m_record.ended = utc_iso8601(std::chrono::system_clock::now());
+  m_record.ended = utc_iso8601(m_clock.wall());
   save();
+  if (std::vector<std::string> lost = m_folder.write_errors(); !lost.empty()) {
+    // Builds that succeeded with a record that lost writes are not an ok run: what the record
+    // misses (a cut log, a stale manifest) is what a reader would trust.
+    m_folder.log(fmt::format("run {}: {} write(s) of the record failed, the first: {}",
+                             m_record.run_id, lost.size(), lost.front()));
+    if (exit_code == k_exit_ok) {
+      m_record.status = "record-incomplete";
+      m_record.status_reason = lost.front();
+      exit_code = k_exit_record;
+      save();
+    }
+  }
   m_folder.log(
       fmt::format("run {}: {} in {:.1f}s", m_record.run_id, m_record.status, seconds_since(start)));
   m_console.summary(m_record, m_folder.path());
@@ -807,7 +934,7 @@ int Run::execute(const std::vector<const Stage*>& stages,
 } // namespace
 
 int run_chain(const Chain& chain, const Engine& engine, const RunOptions& options, Console& console,
-              std::FILE* errors) {
+              std::FILE* errors, const RunSeams& seams) {
   auto selected = select_stages(chain, options.selection);
   if (!selected) {
     report({error_line(selected.error())}, errors);
@@ -850,16 +977,25 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     return k_exit_usage;
   }
   // Only now: a request refused above must leave nothing behind.
+  auto lock = RecordsLock::acquire(chain.records);
+  if (!lock) {
+    report({error_line(lock.error())}, errors);
+    return k_exit_usage;
+  }
+  for (const auto& line : mark_abandoned_runs(chain.records)) {
+    console.note(line);
+  }
   if (auto refreshed = refresh_kiln_tools(chain.records); !refreshed) {
     report({error_line(refreshed.error())}, errors);
     return k_exit_usage;
   }
 
-  auto now = std::chrono::system_clock::now();
+  const Clock& clock = seams.clock != nullptr ? *seams.clock : real_clock();
+  auto now = clock.wall();
   auto folder = RunFolder::create(chain.records, now);
   if (!folder) {
     report({error_line(folder.error())}, errors);
-    return k_exit_usage;
+    return k_exit_record;
   }
   RunRecord record;
   record.run_id = folder->run_id();
@@ -868,6 +1004,7 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   record.engine = engine.name();
   record.engine_version = *version;
   record.host = host_name();
+  record.pid = static_cast<int>(::getpid());
   record.started = utc_iso8601(now);
   for (size_t i = 0; i < stages.size(); ++i) {
     StageRecord s;
@@ -877,7 +1014,19 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     s.command = quoted_command(engine.build_argv(requests[i]));
     record.stages.push_back(s);
   }
-  Run run(chain, engine, options, console, std::move(*folder), std::move(record));
+  lock->describe(record.run_id, record.host, record.started);
+  // `latest` moves only once the run has a manifest: it never names a run without a record.
+  if (auto written = folder->write_manifest(record); !written || !folder->write_errors().empty()) {
+    report({error_line(folder->write_errors().front() + "; nothing was built")}, errors);
+    std::error_code ignored;
+    std::filesystem::remove_all(folder->path(), ignored);
+    return k_exit_record;
+  }
+  if (auto pointed = folder->point_latest(); !pointed) {
+    folder->log("warning: " + pointed.error());
+  }
+  Run run(chain, engine, seams, options, console, std::move(*lock), std::move(*folder),
+          std::move(record));
   return run.execute(stages, requests);
 }
 

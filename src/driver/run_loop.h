@@ -5,15 +5,19 @@
 
 #include "chain/chain.h"
 #include "chain/plan.h"
+#include "disk/store.h"
 #include "driver/console.h"
 #include "engine/engine.h"
+#include "util/clock.h"
 
 namespace kiln {
 
 constexpr int k_exit_ok = 0;
 constexpr int k_exit_failed = 1;
 constexpr int k_exit_usage = 2;
-constexpr int k_exit_gate = 3; // a gate refused: the image-env gate or a smoke stage's floors
+constexpr int k_exit_gate = 3;   // a gate refused: the image-env gate or a smoke stage's floors
+constexpr int k_exit_record = 4; // the run's record could not be written whole (a full disk)
+constexpr int k_exit_crash = 70; // kiln itself failed (an internal error); the record says so
 constexpr int k_exit_interrupted = 130;
 
 struct RunOptions {
@@ -25,10 +29,16 @@ struct RunOptions {
   std::optional<int> jobs;      // --jobs / KILN_JOBS: the job budget, set outright
 };
 
+/// What a run talks to besides its engine, each replaceable by a test.
+struct RunSeams {
+  const StoreLevers* store = nullptr; // nullptr: the levers of the chain's engine store
+  const Clock* clock = nullptr;       // nullptr: real_clock()
+};
+
 /// Run (or with dry_run, print) the selected stages of a validated chain. Errors in the
 /// request go to `errors` and return k_exit_usage before anything is built or recorded.
 /// Interrupt handlers must be installed first. Returns the process exit code.
 int run_chain(const Chain& chain, const Engine& engine, const RunOptions& options, Console& console,
-              std::FILE* errors);
+              std::FILE* errors, const RunSeams& seams = {});
 
 } // namespace kiln

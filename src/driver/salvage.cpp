@@ -8,8 +8,8 @@
 #include "disk/slugs.h"
 #include "dockerfile/stage_names.h"
 #include "driver/attempt_runner.h"
-#include "util/fs.h"
 #include "util/cancel.h"
+#include "util/fs.h"
 #include "util/strings.h"
 
 namespace kiln {
@@ -70,8 +70,7 @@ void salvage_failed_build(const SalvageContext& context, const Stage& stage,
                                  join(targets, ", ")));
   context.console.note(
       fmt::format("stage {}: salvaging the cache export of {}", stage.name, join(targets, ", ")));
-  auto timeout = std::chrono::milliseconds(
-      static_cast<long>(context.chain.cache.salvage_target_timeout_s * 1000));
+  const BuildLimits limits{context.chain.cache.salvage_target_timeout, {}, nullptr};
   for (const auto& target : targets) {
     BuildRequest redrive = request;
     redrive.target = target;
@@ -85,8 +84,13 @@ void salvage_failed_build(const SalvageContext& context, const Stage& stage,
     entry.target = target;
     entry.log = fmt::format("stages/{}.salvage-{}.log", stage.name, target);
     auto start = std::chrono::steady_clock::now();
-    AttemptOutcome outcome =
-        run_attempt(context.engine, redrive, context.folder.path() / entry.log, {}, {timeout});
+    auto log = context.folder.open_log(entry.log);
+    if (!log) {
+      context.folder.log(
+          fmt::format("stage {}: no salvage of target {}: {}", stage.name, target, log.error()));
+      break;
+    }
+    AttemptOutcome outcome = run_attempt(context.engine, redrive, *log, {}, limits);
     entry.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     entry.verdict = outcome.exit.ok()          ? "ok"
                     : outcome.exit.timed_out   ? "timed-out"

@@ -7,7 +7,7 @@
 
 #include "chain/chain.h"
 #include "driver/console.h"
-#include "driver/records.h"
+#include "driver/run_folder.h"
 #include "engine/engine.h"
 
 namespace kiln {

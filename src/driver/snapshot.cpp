@@ -12,8 +12,8 @@
 #include "driver/records.h"
 #include "driver/run_loop.h"
 #include "engine/buildkit_progress.h"
-#include "util/fs.h"
 #include "util/cancel.h"
+#include "util/fs.h"
 #include "util/strings.h"
 #include "util/time.h"
 
@@ -120,10 +120,14 @@ int snapshot_stage(const Chain& chain, const Engine& engine, const std::string& 
                            green[stage_name].run_id, stage->snapshot_to->attr("ref")));
   auto start = std::chrono::steady_clock::now();
   fs::path log = folder / "build.log";
+  auto log_file = RecordLog::open(log);
+  if (!log_file) {
+    return fail(log_file.error());
+  }
   console.stage_started({1, 1, stage_name, 1, 1, std::nullopt});
-  AttemptOutcome outcome = run_attempt(engine, request, log, [&](const BuildProgress& progress) {
-    console.stage_progress(progress);
-  });
+  AttemptOutcome outcome =
+      run_attempt(engine, request, *log_file,
+                  [&](const BuildProgress& progress) { console.stage_progress(progress); });
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   console.stage_finished(outcome.exit.ok() ? "re-driven" : "stopped");
   fs::remove_all(request.layout, error);

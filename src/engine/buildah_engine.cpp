@@ -121,6 +121,15 @@ ImageEnv BuildahEngine::stage_image_env(const NamedContext& context) const {
   return image_env_from_buildah(context.image);
 }
 
+tl::expected<void, std::string> BuildahEngine::withdraw_image(const BuildRequest& request) const {
+  // The image under the tag only: its parents stay, as the layer cache of the next build.
+  CapturedRun removed = run_captured({"buildah", "rmi", request.tag});
+  if (!removed.exit.ok() && removed.output.find("image not known") == std::string::npos) {
+    return tl::unexpected("buildah rmi " + request.tag + ": " + removed.failure());
+  }
+  return {};
+}
+
 std::optional<ImageEnv> BuildahEngine::external_image_env(const std::string& ref) const {
   if (ImageEnv env = image_env_from_buildah(ref)) {
     return env;
@@ -164,6 +173,8 @@ public:
 
   Tail evidence() const override { return Tail(m_evidence.begin(), m_evidence.end()); }
 
+  std::vector<StepSeen> steps() const override { return m_steps; }
+
 private:
   bool update(std::string_view line) {
     if (is_image_id(line)) {
@@ -172,6 +183,9 @@ private:
     }
     if (take(line, "--> Using cache ")) {
       ++m_progress.steps_cached;
+      if (!m_steps.empty()) {
+        m_steps.back().cached = true;
+      }
       return true;
     }
     StepHeader header;
@@ -185,6 +199,7 @@ private:
     m_progress.instruction = std::string(line);
     if (!is_from(line)) {
       ++m_progress.steps_run;
+      m_steps.push_back({std::string(line), false});
     }
     return true;
   }
@@ -196,6 +211,7 @@ private:
   }
 
   BuildProgress m_progress;
+  std::vector<StepSeen> m_steps;
   std::deque<std::string> m_evidence;
   int m_evidence_step = 0;
   int m_evidence_build_stage = 0;

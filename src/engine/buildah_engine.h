@@ -20,6 +20,7 @@ public:
   ImageEnv stage_image_env(const NamedContext& context) const override;
   std::optional<ImageEnv> external_image_env(const std::string& ref) const override;
   std::unique_ptr<BuildOutput> read_output() const override;
+  tl::expected<void, std::string> withdraw_image(const BuildRequest& request) const override;
 
 private:
   std::string m_isolation;

@@ -354,4 +354,13 @@ bool registry_facing(std::string_view spec) {
   return true;
 }
 
+tl::expected<void, std::string> BuildkitEngine::withdraw_image(const BuildRequest& request) const {
+  std::error_code error;
+  std::filesystem::remove(request.metadata, error);
+  if (error) {
+    return tl::unexpected("cannot remove " + request.metadata.string() + ": " + error.message());
+  }
+  return {};
+}
+
 } // namespace kiln

@@ -46,6 +46,8 @@ public:
   }
   ImageEnv stage_image_env(const NamedContext& context) const override;
   std::unique_ptr<BuildOutput> read_output() const override;
+  /// The metadata file goes: a later stage is handed an image only through the digest it names.
+  tl::expected<void, std::string> withdraw_image(const BuildRequest& request) const override;
   std::string built_image(const BuildRequest& request,
                           const BuildProgress& progress) const override;
   std::string explain_failure(const Tail& evidence) const override;

@@ -106,4 +106,14 @@ std::string BuildkitOutput::failed_build_stage() const {
   return failed == vertices.rend() ? std::string() : failed->stage;
 }
 
+std::vector<StepSeen> BuildkitOutput::steps() const {
+  std::vector<StepSeen> seen;
+  for (const Vertex& vertex : m_plain.vertices()) {
+    if (vertex.kind == VertexKind::step && !vertex.instruction.starts_with("FROM ")) {
+      seen.push_back({vertex.instruction, vertex.state == VertexState::cached});
+    }
+  }
+  return seen;
+}
+
 } // namespace kiln

@@ -16,6 +16,7 @@ public:
   Tail evidence() const override;
   std::vector<std::string> finished_build_stages() const override;
   std::string failed_build_stage() const override;
+  std::vector<StepSeen> steps() const override;
 
   const PlainProgress& plain() const { return m_plain; }
 

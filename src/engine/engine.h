@@ -78,6 +78,12 @@ struct BuildProgress {
   std::string image_id; // the id of the image built, once the engine has reported it
 };
 
+/// A Dockerfile step the engine reported, and whether the layer cache served it.
+struct StepSeen {
+  std::string instruction; // as the engine echoed it
+  bool cached = false;
+};
+
 /// Reads one build's output line by line.
 class BuildOutput {
 public:
@@ -97,6 +103,8 @@ public:
   /// order they finished, and the stage whose step failed; empty where the engine's output does
   /// not name stages (buildah numbers them).
   virtual std::vector<std::string> finished_build_stages() const { return {}; }
+  /// Every layer-producing step (FROM excluded) the build reported, in order.
+  virtual std::vector<StepSeen> steps() const = 0;
   virtual std::string failed_build_stage() const { return {}; }
 };
 
@@ -159,6 +167,10 @@ public:
     return progress.image_id;
   }
 
+  /// Take back the image a build of `request` left where a later stage is handed it (a stage
+  /// that built but then failed a floor must not pass its image on). Ok when nothing is there.
+  virtual tl::expected<void, std::string> withdraw_image(const BuildRequest& request) const = 0;
+
   /// A precise sentence for a failure the engine itself explains (an option this builder does
   /// not know), empty when it has nothing to add to the evidence.
   virtual std::string explain_failure(const Tail& evidence) const {
@@ -169,8 +181,8 @@ public:
   /// Run a build, streaming its output to `sink`, within `limits`.
   virtual ProcessExit build(const BuildRequest& request, const OutputSink& sink,
                             const BuildLimits& limits) const {
-    ProcessSpec spec{build_argv(request), {}, {}, limits.timeout, limits.stall_timeout,
-                     limits.cancel};
+    ProcessSpec spec{build_argv(request),  {},           {}, limits.timeout,
+                     limits.stall_timeout, limits.cancel};
     return run_process(spec, sink);
   }
 };

@@ -1,6 +1,8 @@
 #include "util/cancel.h"
 
+#include <algorithm>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 
 #include <fcntl.h>
@@ -50,12 +52,18 @@ void CancelToken::cancel() {
 }
 
 bool CancelToken::sleep_for(std::chrono::milliseconds duration) const {
-  if (cancelled()) {
-    return false;
+  auto deadline = std::chrono::steady_clock::now() + duration;
+  while (!cancelled()) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return true;
+    }
+    // poll takes an int of milliseconds: a day-long wait goes in slices, never wraps.
+    pollfd fd{m_pipe[0], POLLIN, 0};
+    ::poll(&fd, m_pipe[0] >= 0 ? 1 : 0, static_cast<int>(std::min<int64_t>(left.count(), 1 << 30)));
   }
-  pollfd fd{m_pipe[0], POLLIN, 0};
-  ::poll(&fd, m_pipe[0] >= 0 ? 1 : 0, static_cast<int>(duration.count()));
-  return !cancelled();
+  return false;
 }
 
 CancelToken& interrupt_token() {

@@ -15,8 +15,12 @@ tl::expected<Pattern, PatternError> Pattern::compile(std::string_view pattern,
       std::make_shared<const RE2>(re2::StringPiece(pattern.data(), pattern.size()), re_options);
   if (!re->ok()) {
     PatternError error;
-    error.message = re->error();
     const std::string& part = re->error_arg();
+    // RE2 says "missing ): (unclosed"; the part it names is reported as an offset instead.
+    error.message = re->error();
+    if (!part.empty() && error.message.ends_with(": " + part)) {
+      error.message.resize(error.message.size() - part.size() - 2);
+    }
     size_t at = part.empty() ? std::string_view::npos : pattern.find(part);
     error.offset = at == std::string_view::npos ? 0 : at;
     return tl::unexpected(std::move(error));

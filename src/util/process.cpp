@@ -75,8 +75,14 @@ public:
 private:
   void send(int32_t message) {
     std::lock_guard lock(m_mutex);
-    if (!m_started) {
-      m_started = true;
+    if (m_owner != ::getpid()) {
+      // First use, or a forked child: a child watches its own groups, and must not hold the
+      // parent's pipe open past the parent's death.
+      if (m_fd >= 0) {
+        ::close(m_fd);
+        m_fd = -1;
+      }
+      m_owner = ::getpid();
       start();
     }
     if (m_fd >= 0) {
@@ -155,7 +161,7 @@ private:
   }
 
   std::mutex m_mutex;
-  bool m_started = false;
+  pid_t m_owner = 0; // the process that started the sentinel m_fd talks to
   int m_fd = -1;
 };
 

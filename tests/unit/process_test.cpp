@@ -4,6 +4,7 @@
 #include <thread>
 
 #include <csignal>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -136,6 +137,103 @@ TEST(Process, CaptureOutputQuotesTheFailure) {
   auto failed = capture_output({"sh", "-c", "echo broken >&2; exit 4"});
   ASSERT_FALSE(failed);
   EXPECT_EQ(failed.error(), "sh -c echo broken >&2; exit 4 exited with 4: broken");
+}
+
+TEST(Process, ASecondCancelKillsAtOnceWhatIgnoresTheFirst) {
+  CancelToken ctrl_c;
+  std::string output;
+  ProcessSpec spec{{"sh", "-c", "trap '' INT; echo ready; sleep 8765"}, {}, {}};
+  spec.cancel = &ctrl_c;
+  // A grace no test would wait out: only the escalation can end this in time for ctest.
+  spec.grace = std::chrono::hours(1);
+  ProcessExit exit = run_process(spec, [&](std::string_view chunk) {
+    output += chunk;
+    if (output == "ready\n") {
+      ctrl_c.cancel();
+      ctrl_c.cancel();
+    }
+  });
+  EXPECT_TRUE(exit.interrupted);
+  EXPECT_EQ(exit.term_signal, SIGKILL);
+}
+
+TEST(Process, ACancelledTokenStartsNothing) {
+  CancelToken ctrl_c;
+  ctrl_c.cancel();
+  ProcessSpec spec{{"sh", "-c", "echo ran"}, {}, {}};
+  spec.cancel = &ctrl_c;
+  std::string output;
+  ProcessExit exit = run_process(spec, [&](std::string_view chunk) { output += chunk; });
+  EXPECT_TRUE(exit.interrupted);
+  EXPECT_FALSE(exit.ok());
+  EXPECT_EQ(output, "");
+}
+
+TEST(Process, AStallStopsTheGroupAndSaysHowLongItWasSilent) {
+  std::string output;
+  ProcessSpec spec{{"sh", "-c", "trap 'exit 7' INT; echo started; sleep 30 & wait"}, {}, {}};
+  spec.stall_timeout = std::chrono::milliseconds(300);
+  ProcessExit exit = run_process(spec, [&](std::string_view chunk) { output += chunk; });
+  EXPECT_TRUE(exit.stalled);
+  EXPECT_FALSE(exit.timed_out);
+  EXPECT_GE(exit.silent_for, std::chrono::milliseconds(300));
+  EXPECT_EQ(output, "started\n");
+}
+
+/// In a child process, so the process-wide interrupt token of this binary stays untouched: a
+/// command started without a token of its own (a pull, an inspect, a prune) stops at Ctrl-C.
+TEST(Process, CtrlCReachesACommandStartedWithoutAToken) {
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    install_interrupt_handlers();
+    std::thread ctrl_c([] {
+      while (!process_running("sleep 6543")) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      ::kill(::getpid(), SIGINT);
+    });
+    CapturedRun run = run_captured({"sh", "-c", "sleep 6543"});
+    ctrl_c.join();
+    ::_exit(run.exit.interrupted && !run.exit.ok() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_FALSE(process_running("sleep 6543"));
+}
+
+/// A kiln killed with SIGKILL runs no cleanup; the sentinel still kills the groups it started.
+TEST(Process, NothingKilnStartedOutlivesKilnKilledBySigkill) {
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // A RUN step's shape: a leader and a grandchild in the leader's group.
+    run_process({{"sh", "-c", "sleep 5432 & sleep 5433; wait"}, {}, {}}, [](std::string_view) {});
+    ::_exit(0);
+  }
+  while (!process_running("sleep 5432") || !process_running("sleep 5433")) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(::kill(child, SIGKILL), 0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  // SIGKILL lands at once, but a process takes a moment to leave the process table.
+  for (int i = 0; i < 100 && (process_running("sleep 5432") || process_running("sleep 5433"));
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_FALSE(process_running("sleep 5432"));
+  EXPECT_FALSE(process_running("sleep 5433"));
+}
+
+TEST(LineSplitter, ALineLongerThanTheCapIsHandedOnCutAndTheNextOneWhole) {
+  std::vector<std::string> lines;
+  LineSplitter splitter([&](std::string_view line) { lines.emplace_back(line); }, 8);
+  splitter.feed(std::string(5, 'a'));
+  splitter.feed(std::string(1 << 20, 'b') + "\nnext\n");
+  splitter.finish();
+  EXPECT_EQ(lines, (std::vector<std::string>{"aaaaabbb", "next"}));
 }
 
 TEST(LineSplitter, JoinsChunksAndStripsCarriageReturns) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "driver/records.h"
+#include "driver/run_folder.h"
 
 namespace kiln {
 namespace {
@@ -53,15 +54,20 @@ protected:
   std::filesystem::path m_root;
 };
 
-TEST_F(RecordsTest, CreatesTheRunFolderAndPointsLatestAtIt) {
+TEST_F(RecordsTest, CreatesTheRunFolderAndPointsLatestAtItOnlyWhenAsked) {
   auto first = RunFolder::create(m_root, at(0));
   ASSERT_TRUE(first) << first.error();
   EXPECT_EQ(first->run_id().substr(0, 16), "20261202-140000-");
   EXPECT_EQ(first->run_id().size(), 20u);
   EXPECT_TRUE(std::filesystem::is_directory(m_root / "runs" / first->run_id() / "stages"));
+  // The record's room is set aside at once, and `latest` waits for the first manifest.
+  EXPECT_EQ(std::filesystem::file_size(first->path() / ".record-headroom"), k_record_headroom);
+  EXPECT_FALSE(std::filesystem::exists(m_root / "latest"));
+  ASSERT_TRUE(first->point_latest());
   EXPECT_EQ(std::filesystem::read_symlink(m_root / "latest"), "runs/" + first->run_id());
   auto second = RunFolder::create(m_root, at(60));
   ASSERT_TRUE(second);
+  ASSERT_TRUE(second->point_latest());
   EXPECT_EQ(std::filesystem::read_symlink(m_root / "latest"), "runs/" + second->run_id());
   EXPECT_FALSE(std::filesystem::exists(m_root / ("latest.tmp-" + second->run_id())));
 }
@@ -95,7 +101,7 @@ TEST_F(RecordsTest, ManifestIsVersionedAndCarriesEveryAttempt) {
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(folder->path())) {
     ++files;
   }
-  EXPECT_EQ(files, 3u); // driver.log, manifest.json, stages/
+  EXPECT_EQ(files, 4u); // driver.log, manifest.json, stages/, the record's reserved room
 }
 
 TEST_F(RecordsTest, CompileReportsAreSummedAndRecorded) {
@@ -139,6 +145,95 @@ TEST_F(RecordsTest, DriverLogLinesAreTimestampedInUtc) {
   EXPECT_EQ(line[10], 'T');
   EXPECT_EQ(line[19], 'Z');
   EXPECT_EQ(line.substr(21), "stage base: attempt 1/3 start");
+}
+
+TEST_F(RecordsTest, ALogCutByAFullDiskSaysWhereAndEveryOtherLogStops) {
+  auto folder = RunFolder::create(m_root, at(0));
+  ASSERT_TRUE(folder);
+  auto other = folder->open_log("stages/other.attempt-1.log");
+  ASSERT_TRUE(other);
+  ASSERT_TRUE(other->write("before\n"));
+  // /dev/full refuses every write with ENOSPC, as a full disk does.
+  std::filesystem::create_symlink("/dev/full", folder->path() / "stages" / "full.attempt-1.log");
+  auto full = folder->open_log("stages/full.attempt-1.log");
+  ASSERT_TRUE(full);
+  EXPECT_FALSE(full->write("lost\n"));
+  EXPECT_EQ(full->cut_at(), 0u);
+  ASSERT_EQ(folder->write_errors().size(), 1u);
+  EXPECT_NE(folder->write_errors()[0].find("No space left on device (cut at byte 0)"),
+            std::string::npos)
+      << folder->write_errors()[0];
+  // The reserved room went back to the filesystem, for the manifest.
+  EXPECT_FALSE(std::filesystem::exists(folder->path() / ".record-headroom"));
+  // Another engine log stops at its next write, with a line saying why; driver.log goes on.
+  EXPECT_FALSE(other->write("after\n"));
+  EXPECT_EQ(other->cut_at(), 7u);
+  folder->log("the end");
+  std::ifstream in(folder->path() / "stages/other.attempt-1.log");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.rfind("before\n\n[kiln] this log was cut here, at byte 7: the run's record ran "
+                       "out of room",
+                       0),
+            0u)
+      << text;
+  std::ifstream driver(folder->path() / "driver.log");
+  std::string log((std::istreambuf_iterator<char>(driver)), std::istreambuf_iterator<char>());
+  EXPECT_NE(log.find("the end"), std::string::npos);
+}
+
+TEST_F(RecordsTest, ADeadRunStillSayingRunningIsMarkedAbandoned) {
+  auto dead = RunFolder::create(m_root, at(0));
+  ASSERT_TRUE(dead);
+  RunRecord run = sample(dead->run_id(), "running", 1);
+  run.pid = 4242;
+  run.host = "builder-7";
+  run.stages[0].status = "running";
+  run.stages[0].attempts[0].verdict = "running";
+  ASSERT_TRUE(dead->write_manifest(run));
+  auto done = RunFolder::create(m_root, at(60));
+  ASSERT_TRUE(done->write_manifest(sample(done->run_id(), "ok", 1)));
+
+  std::vector<std::string> marked = mark_abandoned_runs(m_root);
+  ASSERT_EQ(marked.size(), 1u);
+  EXPECT_NE(marked[0].find(dead->run_id()), std::string::npos);
+  std::ifstream in(dead->path() / "manifest.json");
+  auto doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc["status"], "abandoned");
+  EXPECT_NE(doc["status_reason"].get<std::string>().find("pid 4242 on builder-7"),
+            std::string::npos);
+  EXPECT_FALSE(doc["ended"].get<std::string>().empty());
+  EXPECT_EQ(doc["stages"][0]["status"], "abandoned");
+  EXPECT_EQ(doc["stages"][0]["attempts"][0]["verdict"], "abandoned");
+  std::ifstream ok(done->path() / "manifest.json");
+  EXPECT_EQ(nlohmann::json::parse(ok)["status"], "ok");
+  EXPECT_TRUE(mark_abandoned_runs(m_root).empty());
+}
+
+TEST_F(RecordsTest, AnOlderManifestWithOtherTypesIsReadNotThrown) {
+  auto folder = RunFolder::create(m_root, at(0));
+  std::ofstream(folder->path() / "manifest.json")
+      << R"({"status": 3, "stages": [{"name": "base", "status": "ok", "seconds": "forty"},)"
+      << R"( 7, {"name": ["x"], "status": "ok"}]})";
+  auto builds = last_ok_builds(m_root);
+  ASSERT_EQ(builds.count("base"), 1u);
+  EXPECT_EQ(builds["base"].seconds, 0);
+  EXPECT_TRUE(mark_abandoned_runs(m_root).empty());
+}
+
+TEST_F(RecordsTest, EtaOfACachedBuildGivesWayToOneThatRanSteps) {
+  auto ran = RunFolder::create(m_root, at(0));
+  RunRecord built = sample("20261202-140000-aaaa", "ok", 300);
+  built.stages[0].attempts[0].verdict = "ok";
+  built.stages[0].attempts[0].steps_run = 5;
+  built.stages[0].attempts[0].steps_cached = 1;
+  ASSERT_TRUE(ran->write_manifest(built));
+  auto cached = RunFolder::create(m_root, at(60));
+  RunRecord all_cached = sample("20261202-140100-bbbb", "ok", 0.4);
+  all_cached.stages[0].attempts[0].verdict = "ok";
+  all_cached.stages[0].attempts[0].steps_run = 5;
+  all_cached.stages[0].attempts[0].steps_cached = 5;
+  ASSERT_TRUE(cached->write_manifest(all_cached));
+  EXPECT_EQ(last_ok_builds(m_root)["base"].seconds, 300);
 }
 
 TEST_F(RecordsTest, EtaComesFromTheNewestSuccessfulRun) {

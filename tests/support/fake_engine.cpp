@@ -1,0 +1,124 @@
+#include "fake_engine.h"
+
+#include <algorithm>
+
+#include "engine/buildah_engine.h"
+
+namespace kiln::testing {
+
+namespace {
+
+const char* k_image_id = "3f0c56e7d4a2b8c19e5f7a6d2c4b8e1f0a9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b";
+
+} // namespace
+
+FakeBuild FakeBuild::ok(int steps, bool cached) {
+  FakeBuild build;
+  build.lines.push_back("STEP 1/" + std::to_string(steps + 1) + ": FROM scratch");
+  for (int k = 1; k <= steps; ++k) {
+    build.lines.push_back("STEP " + std::to_string(k + 1) + "/" + std::to_string(steps + 1) +
+                          ": RUN step " + std::to_string(k));
+    if (cached) {
+      build.lines.push_back("--> Using cache 1111111111111111111111111111111111111111111111111111"
+                            "111111111111");
+    }
+  }
+  build.lines.push_back(k_image_id);
+  return build;
+}
+
+FakeBuild FakeBuild::failing(const std::string& error, int exit_code) {
+  FakeBuild build;
+  build.lines = {"STEP 1/2: FROM scratch", "STEP 2/2: RUN step 1", error,
+                 "Error: building at STEP \"RUN step 1\": exit status " +
+                     std::to_string(exit_code)};
+  build.exit_code = exit_code;
+  return build;
+}
+
+void FakeEngine::script(const std::string& stage, std::vector<FakeBuild> builds) {
+  std::lock_guard lock(m_mutex);
+  m_scripts[stage] = std::move(builds);
+}
+
+void FakeEngine::set_env(const std::string& stage, std::vector<std::string> env) {
+  m_env[stage] = std::move(env);
+}
+
+std::vector<std::string> FakeEngine::builds() const {
+  std::lock_guard lock(m_mutex);
+  return m_builds;
+}
+
+std::vector<std::string> FakeEngine::withdrawn() const {
+  std::lock_guard lock(m_mutex);
+  return m_withdrawn;
+}
+
+std::vector<std::string> FakeEngine::build_argv(const BuildRequest& request) const {
+  return {"fake-build", request.stage, "--tag", request.tag};
+}
+
+bool FakeEngine::has_stage_image(const NamedContext& context) const {
+  std::lock_guard lock(m_mutex);
+  return std::find(m_images.begin(), m_images.end(), context.image) != m_images.end();
+}
+
+ImageEnv FakeEngine::stage_image_env(const NamedContext& context) const {
+  auto env = m_env.find(context.name);
+  return env == m_env.end() ? std::vector<std::string>{} : env->second;
+}
+
+std::unique_ptr<BuildOutput> FakeEngine::read_output() const {
+  return BuildahEngine("chroot").read_output();
+}
+
+tl::expected<void, std::string> FakeEngine::withdraw_image(const BuildRequest& request) const {
+  std::lock_guard lock(m_mutex);
+  m_withdrawn.push_back(request.tag);
+  m_images.erase(std::remove(m_images.begin(), m_images.end(), request.tag), m_images.end());
+  return {};
+}
+
+ProcessExit FakeEngine::build(const BuildRequest& request, const OutputSink& sink,
+                              const BuildLimits& limits) const {
+  FakeBuild build = FakeBuild::ok();
+  {
+    std::lock_guard lock(m_mutex);
+    m_builds.push_back(request.stage);
+    auto& script = m_scripts[request.stage];
+    if (!script.empty()) {
+      build = std::move(script.front());
+      script.erase(script.begin());
+    }
+  }
+  ProcessExit exit;
+  const CancelToken& cancel = limits.cancel != nullptr ? *limits.cancel : interrupt_token();
+  for (const auto& line : build.lines) {
+    if (cancel.cancelled()) {
+      exit.interrupted = true;
+      exit.term_signal = 2;
+      return exit;
+    }
+    sink(line + "\n");
+  }
+  if (build.during) {
+    build.during();
+  }
+  if (m_clock != nullptr) {
+    m_clock->advance(build.takes);
+  }
+  exit.exit_code = build.exit_code;
+  exit.stalled = build.stalled;
+  exit.timed_out = build.timed_out;
+  if (build.stalled) {
+    exit.silent_for = limits.stall_timeout;
+  }
+  if (exit.ok()) {
+    std::lock_guard lock(m_mutex);
+    m_images.push_back(request.tag);
+  }
+  return exit;
+}
+
+} // namespace kiln::testing

@@ -1,0 +1,228 @@
+// The run loop in-process: a scripted engine and a fake clock, real files for the record.
+#include "driver/run_loop.h"
+
+#include <cstdio>
+#include <new>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "chain/chain_loader.h"
+#include "driver/records_lock.h"
+#include "fake_clock.h"
+#include "fake_engine.h"
+#include "temp_dir.h"
+
+namespace kiln {
+namespace {
+
+using json = nlohmann::json;
+using testing::FakeBuild;
+using testing::FakeClock;
+using testing::FakeEngine;
+using testing::TempDir;
+
+/// A chain in a scratch folder, run in-process against a FakeEngine on a FakeClock.
+class RunLoop : public ::testing::Test {
+protected:
+  /// A chain of one stage `base` (plus `stages`, TOML), with `dockerfile` as base's Dockerfile.
+  void write_chain(const std::string& dockerfile = "FROM scratch\nRUN step\n",
+                   const std::string& extra = "", const std::string& stage_keys = "") {
+    m_dir.write("base.Dockerfile", dockerfile);
+    m_dir.write("chain.toml", "[chain]\nname = \"t\"\n\n"
+                              "[defaults]\ncooldown_s = 1\n\n"
+                              "[disk]\nfloor_gb = 0\nguard_gb = 0\n\n"
+                              "[resources]\nsample_interval_s = 0\n\n" +
+                                  extra +
+                                  "\n[[stage]]\nname = \"base\"\n"
+                                  "dockerfile = \"base.Dockerfile\"\n" +
+                                  stage_keys);
+  }
+
+  int run() {
+    auto chain = load_chain(m_dir.path() / "chain.toml");
+    EXPECT_TRUE(chain) << (chain ? "" : chain.error()[0].message);
+    if (!chain) {
+      return -1;
+    }
+    char* out = nullptr;
+    size_t out_size = 0;
+    std::FILE* stream = open_memstream(&out, &out_size);
+    char* err = nullptr;
+    size_t err_size = 0;
+    std::FILE* errors = open_memstream(&err, &err_size);
+    int code = 0;
+    {
+      Console console(stream, false);
+      code = run_chain(*chain, m_engine, RunOptions{}, console, errors, {nullptr, &m_clock});
+    }
+    std::fclose(stream);
+    std::fclose(errors);
+    m_output = std::string(out, out_size) + std::string(err, err_size);
+    std::free(out);
+    std::free(err);
+    return code;
+  }
+
+  json manifest() const { return json::parse(m_dir.read("records/latest/manifest.json")); }
+
+  TempDir m_dir;
+  FakeClock m_clock;
+  FakeEngine m_engine{&m_clock};
+  std::string m_output;
+};
+
+TEST_F(RunLoop, AnExceptionInsideTheRunEndsItCrashedWithTheReasonRecorded) {
+  write_chain();
+  FakeBuild build = FakeBuild::ok();
+  build.during = [] { throw std::bad_alloc(); };
+  m_engine.script("base", {build});
+  EXPECT_EQ(run(), k_exit_crash) << m_output;
+  json doc = manifest();
+  EXPECT_EQ(doc["status"], "crashed");
+  EXPECT_EQ(doc["status_reason"], "std::bad_alloc");
+  EXPECT_FALSE(doc["ended"].get<std::string>().empty());
+  EXPECT_EQ(doc["stages"][0]["status"], "crashed");
+  EXPECT_EQ(doc["stages"][0]["attempts"][0]["verdict"], "crashed");
+  EXPECT_NE(m_output.find("internal error: std::bad_alloc; the run stopped and its record says "
+                          "so: "),
+            std::string::npos)
+      << m_output;
+  EXPECT_NE(m_dir.read("records/latest/driver.log").find("crashed: std::bad_alloc"),
+            std::string::npos);
+}
+
+TEST_F(RunLoop, ARetryWaitsItsCooldownOnTheClockAndEveryAttemptIsRecorded) {
+  write_chain();
+  m_engine.script("base", {FakeBuild::failing("curl: (56) Connection reset by peer"),
+                           FakeBuild::failing("curl: (56) Connection reset by peer again"),
+                           FakeBuild::ok()});
+  EXPECT_EQ(run(), k_exit_ok) << m_output;
+  EXPECT_EQ(m_clock.sleeps(), (std::vector<std::chrono::milliseconds>{std::chrono::seconds(1),
+                                                                      std::chrono::seconds(2)}));
+  json attempts = manifest()["stages"][0]["attempts"];
+  ASSERT_EQ(attempts.size(), 3u);
+  EXPECT_EQ(attempts[0]["verdict"], "retry");
+  EXPECT_EQ(attempts[0]["transient_class"], "registry-network");
+  EXPECT_EQ(attempts[2]["verdict"], "ok");
+}
+
+TEST_F(RunLoop, AStallIsRetriedAndAStallAtTheSameStepAgainIsRefused) {
+  write_chain("FROM scratch\nRUN step\n", "", "stall_timeout_s = 90\n");
+  FakeBuild stall;
+  stall.lines = {"STEP 1/2: FROM scratch", "STEP 2/2: RUN fetch-the-world",
+                 "Connecting to mirror.example..."};
+  stall.stalled = true;
+  stall.exit_code = 130;
+  m_engine.script("base", {stall, stall});
+  EXPECT_EQ(run(), k_exit_failed) << m_output;
+  json doc = manifest();
+  EXPECT_EQ(doc["status"], "failed:base");
+  json attempts = doc["stages"][0]["attempts"];
+  ASSERT_EQ(attempts.size(), 2u);
+  EXPECT_EQ(attempts[0]["stopped_by"], "stall");
+  EXPECT_EQ(attempts[0]["verdict"], "retry");
+  EXPECT_EQ(attempts[0]["transient_class"], "stall");
+  EXPECT_EQ(attempts[0]["last_line"], "Connecting to mirror.example...");
+  EXPECT_EQ(attempts[0]["silent_seconds"], 90);
+  EXPECT_EQ(attempts[1]["verdict"], "refused-identical");
+  EXPECT_NE(attempts[1]["reason"].get<std::string>().find(
+                "no output for 90s at step 2/2: RUN fetch-the-world"),
+            std::string::npos)
+      << attempts[1]["reason"];
+}
+
+TEST_F(RunLoop, ATimeLimitEndsTheStageAtOnce) {
+  write_chain("FROM scratch\nRUN step\n", "", "timeout_s = 600\n");
+  FakeBuild slow = FakeBuild::ok();
+  slow.lines.pop_back(); // no image id: it never finished
+  slow.timed_out = true;
+  slow.exit_code = 130;
+  m_engine.script("base", {slow});
+  EXPECT_EQ(run(), k_exit_failed) << m_output;
+  json attempt = manifest()["stages"][0]["attempts"][0];
+  EXPECT_EQ(attempt["stopped_by"], "timeout");
+  EXPECT_EQ(attempt["verdict"], "permanent");
+  EXPECT_EQ(m_engine.builds().size(), 1u);
+}
+
+FakeBuild compile_build(bool compile_cached) {
+  FakeBuild build;
+  build.lines = {"STEP 1/3: FROM scratch", "STEP 2/3: RUN kiln-cc session run -- make"};
+  if (compile_cached) {
+    build.lines.push_back("--> Using cache "
+                          "1111111111111111111111111111111111111111111111111111111111111111");
+  }
+  build.lines.push_back("STEP 3/3: RUN echo changed");
+  build.lines.push_back("3f0c56e7d4a2b8c19e5f7a6d2c4b8e1f0a9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b");
+  return build;
+}
+
+TEST_F(RunLoop, ACompileStepTheCacheServedSatisfiesTheCompileFloor) {
+  write_chain("FROM scratch\nRUN kiln-cc session run -- make\nRUN echo changed\n", "",
+              "min_compile_requests = 10\n");
+  m_engine.script("base", {compile_build(true)});
+  EXPECT_EQ(run(), k_exit_ok) << m_output;
+  json stage = manifest()["stages"][0];
+  EXPECT_EQ(stage["status"], "ok");
+  EXPECT_EQ(stage["compile_floor"],
+            "satisfied: its 1 compile step(s) came from the layer cache and compiled nothing");
+  EXPECT_TRUE(m_engine.withdrawn().empty());
+}
+
+TEST_F(RunLoop, ACompileStepThatRanWithoutStatsFailsTheFloorAndItsImageIsWithdrawn) {
+  write_chain("FROM scratch\nRUN kiln-cc session run -- make\nRUN echo changed\n", "",
+              "min_compile_requests = 10\n");
+  m_engine.script("base", {compile_build(false)});
+  EXPECT_EQ(run(), k_exit_failed) << m_output;
+  json stage = manifest()["stages"][0];
+  EXPECT_EQ(stage["status"], "failed");
+  EXPECT_NE(stage["failure"].get<std::string>().find("(1 compile step(s) ran)"), std::string::npos);
+  EXPECT_EQ(m_engine.withdrawn(), std::vector<std::string>{"localhost/t-base:latest"});
+}
+
+TEST_F(RunLoop, ASecondRunOnLockedRecordsIsRefusedNamingTheFirst) {
+  write_chain();
+  auto held = RecordsLock::acquire(m_dir.path() / "records");
+  ASSERT_TRUE(held);
+  held->describe("20261202-140000-abcd", "builder-7", "2026-12-02T14:00:00Z");
+  EXPECT_EQ(run(), k_exit_usage);
+  EXPECT_NE(m_output.find("another kiln run is using the records folder"), std::string::npos)
+      << m_output;
+  EXPECT_NE(m_output.find("run 20261202-140000-abcd"), std::string::npos) << m_output;
+  EXPECT_TRUE(m_engine.builds().empty());
+}
+
+TEST_F(RunLoop, ADeadRunIsMarkedAbandonedByTheNextRunWhichSaysSo) {
+  write_chain();
+  m_dir.write("records/runs/20261201-090000-dead/manifest.json",
+              R"({"run_id": "20261201-090000-dead", "status": "running", "pid": 999,)"
+              R"( "host": "gone", "stages": [{"name": "base", "status": "running",)"
+              R"( "attempts": [{"verdict": "running"}]}]})");
+  EXPECT_EQ(run(), k_exit_ok) << m_output;
+  EXPECT_NE(m_output.find("run 20261201-090000-dead never finished"), std::string::npos)
+      << m_output;
+  json dead = json::parse(m_dir.read("records/runs/20261201-090000-dead/manifest.json"));
+  EXPECT_EQ(dead["status"], "abandoned");
+  EXPECT_EQ(dead["stages"][0]["status"], "abandoned");
+  EXPECT_EQ(manifest()["status"], "ok");
+  EXPECT_GT(manifest()["pid"].get<int>(), 0);
+}
+
+TEST_F(RunLoop, AJobBudgetThatCannotBeWrittenFailsTheStageNamingTheWrite) {
+  write_chain("FROM scratch\nRUN --mount=type=secret,id=kiln-budget . /run/secrets/kiln-budget\n");
+  // A file where the budget folder goes: the write fails as a full or read-only disk would.
+  m_dir.write("records/budget", "not a folder");
+  EXPECT_EQ(run(), k_exit_failed) << m_output;
+  json stage = manifest()["stages"][0];
+  EXPECT_EQ(stage["status"], "failed");
+  EXPECT_NE(stage["failure"].get<std::string>().find(
+                "the job budget the Dockerfile mounts as secret 'kiln-budget' could not be "
+                "written: cannot write"),
+            std::string::npos)
+      << stage["failure"];
+  EXPECT_TRUE(m_engine.builds().empty());
+}
+
+} // namespace
+} // namespace kiln
