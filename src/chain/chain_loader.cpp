@@ -213,6 +213,8 @@ private:
   /// An array of strings; `what` says what one entry is, for the error on a non-string.
   std::vector<std::string> get_strings(const toml::table& table, std::string_view where,
                                        std::string_view key, std::string_view what);
+  /// `at` moved to the first byte of its line that is not UTF-8.
+  SourcePos first_invalid_byte(SourcePos at) const;
   /// Where byte `offset` of a pattern written as `node` is in the chain file.
   SourcePos pattern_pos(const toml::value<std::string>& node, size_t offset) const;
   /// A count of 0 or more.
@@ -249,15 +251,18 @@ private:
   std::string m_text;                          // the chain file as read
 };
 
+SourcePos Loader::first_invalid_byte(SourcePos at) const {
+  if (size_t bad = first_invalid_utf8(line_at(m_text, at.line)); bad != std::string_view::npos) {
+    at.column = static_cast<int>(bad + 1);
+  }
+  return at;
+}
+
 SourcePos Loader::pattern_pos(const toml::value<std::string>& node, size_t offset) const {
   SourcePos at = pos(node);
   // The caret goes under the offending part when the pattern is written as it reads (a literal
   // '...' string, or a "..." one without escapes); otherwise under the string's start.
-  std::string_view rest = m_text;
-  for (int line = 1; line < at.line && !rest.empty(); ++line) {
-    size_t newline = rest.find('\n');
-    rest = newline == std::string_view::npos ? std::string_view() : rest.substr(newline + 1);
-  }
+  std::string_view rest = line_at(m_text, at.line);
   size_t quote = static_cast<size_t>(std::max(at.column - 1, 0));
   if (quote < rest.size() && (rest[quote] == '\'' || rest[quote] == '"') &&
       rest.substr(quote + 1).starts_with(node.get())) {
@@ -1215,9 +1220,17 @@ tl::expected<Chain, Diagnostics> Loader::load() {
   try {
     root = toml::parse(m_text, m_name);
   } catch (const toml::parse_error& e) {
+    SourcePos at = pos(e.source().begin);
+    std::string_view description = e.description();
+    if (description.find("utf-8") != std::string_view::npos) {
+      // toml++ names the character before the bad byte; the caret belongs under the byte.
+      at = first_invalid_byte(at);
+    }
     return tl::unexpected(
-        Diagnostics{{pos(e.source().begin),
-                     fmt::format("invalid TOML: {}", as_fragment(e.description())), ""}});
+        Diagnostics{{at, fmt::format("invalid TOML: {}", as_fragment(description)),
+                     description.find("utf-8") != std::string_view::npos
+                         ? "a chain file is UTF-8 text; re-save it as UTF-8, or name the right file"
+                         : ""}});
   }
 
   m_chain.file = fs::absolute(m_file).lexically_normal();

@@ -15,6 +15,13 @@
 
 namespace kiln {
 
+namespace {
+
+// More compile jobs than any machine has cores: a larger number is a typo.
+constexpr int k_max_jobs = 4096;
+
+} // namespace
+
 CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
   CLI::App* run = app.add_subcommand("run", "Build the stages of a chain");
   run->add_option("chain", args.chain_file, "The chain file (TOML)")->required();
@@ -29,7 +36,7 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
                 "Leave out every registry-facing cache import and export (BuildKit)");
   run->add_option("--jobs", args.jobs,
                   "Offer every stage this many jobs instead of the memory budget (or KILN_JOBS)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, k_max_jobs));
   run->add_flag("--no-salvage", args.no_salvage,
                 "Do not re-drive a failed stage's finished targets to land its cache export");
   return run;
@@ -63,7 +70,7 @@ int run_command(const RunArgs& args) {
   } else if (const char* env = std::getenv("KILN_JOBS"); env != nullptr && *env != '\0') {
     char* end = nullptr;
     long jobs = std::strtol(env, &end, 10);
-    if (*end != '\0' || jobs < 1 || jobs > 4096) {
+    if (*end != '\0' || jobs < 1 || jobs > k_max_jobs) {
       fmt::print(stderr,
                  "kiln: error: KILN_JOBS={} is not a job count; set a whole number from "
                  "1 or unset it\n",

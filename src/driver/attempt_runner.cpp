@@ -42,6 +42,13 @@ AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request, Re
       }
     }
   });
+  BuildLimits stoppable = limits;
+  stoppable.on_stop = [&] {
+    outcome.last_line_at_stop = tail.empty() ? std::string() : tail.back();
+    if (limits.on_stop) {
+      limits.on_stop();
+    }
+  };
   outcome.exit = engine.build(
       request,
       [&](std::string_view chunk) {
@@ -51,7 +58,7 @@ AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request, Re
           on_output();
         }
       },
-      limits);
+      stoppable);
   lines.finish();
   outcome.progress = output->progress();
   outcome.evidence = output->evidence();

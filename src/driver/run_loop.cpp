@@ -461,8 +461,7 @@ AttemptOutcome Run::run_logged(const Stage& stage, const BuildRequest& request, 
   a.log_truncated_at_byte = log->cut_at();
   if (outcome.exit.stalled || outcome.exit.timed_out) {
     a.stopped_by = outcome.exit.stalled ? "stall" : "timeout";
-    a.last_line =
-        outcome.tail.empty() ? std::string() : printable(outcome.tail.back().substr(0, 500));
+    a.last_line = printable(outcome.last_line_at_stop.substr(0, 500));
     a.silent_seconds = std::chrono::duration<double>(outcome.exit.silent_for).count();
   }
   return outcome;
@@ -911,8 +910,6 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
     m_record.status = "ok";
   }
   finish_sampler();
-  m_record.ended = utc_iso8601(m_clock.wall());
-  save();
   if (std::vector<std::string> lost = m_folder.write_errors(); !lost.empty()) {
     // Builds that succeeded with a record that lost writes are not an ok run: what the record
     // misses (a cut log, a stale manifest) is what a reader would trust.
@@ -922,11 +919,12 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
       m_record.status = "record-incomplete";
       m_record.status_reason = lost.front();
       exit_code = k_exit_record;
-      save();
     }
   }
+  m_record.ended = utc_iso8601(m_clock.wall());
   m_folder.log(
       fmt::format("run {}: {} in {:.1f}s", m_record.run_id, m_record.status, seconds_since(start)));
+  save();
   m_console.summary(m_record, m_folder.path());
   return exit_code;
 }

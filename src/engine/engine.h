@@ -113,6 +113,7 @@ struct BuildLimits {
   std::chrono::milliseconds timeout{0};       // wall-clock cap of one attempt; zero: none
   std::chrono::milliseconds stall_timeout{0}; // no output for this long; zero: none
   const CancelToken* cancel = nullptr;        // nullptr: interrupt_token()
+  std::function<void()> on_stop{};            // told when a limit or the token stops it
 };
 
 /// An image config's Env entries (`NAME=value`), or why they could not be read.
@@ -183,6 +184,7 @@ public:
                             const BuildLimits& limits) const {
     ProcessSpec spec{build_argv(request),  {},           {}, limits.timeout,
                      limits.stall_timeout, limits.cancel};
+    spec.on_stop = limits.on_stop;
     return run_process(spec, sink);
   }
 };

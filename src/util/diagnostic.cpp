@@ -4,43 +4,11 @@
 #include <cstdio>
 
 #include "util/fs.h"
+#include "util/strings.h"
 
 namespace kiln {
 
 namespace {
-
-/// Bytes in the UTF-8 sequence starting `text`, or 0 when it is not valid UTF-8 (overlong
-/// forms, surrogates and code points past U+10FFFF included).
-size_t utf8_length(std::string_view text) {
-  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
-  auto continuation = [&](size_t i) { return i < text.size() && (byte(i) & 0xC0) == 0x80; };
-  unsigned char lead = byte(0);
-  if (lead < 0x80) {
-    return 1;
-  }
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    return continuation(1) ? 2 : 0;
-  }
-  if (lead >= 0xE0 && lead <= 0xEF) {
-    if (!continuation(1) || !continuation(2)) {
-      return 0;
-    }
-    if ((lead == 0xE0 && byte(1) < 0xA0) || (lead == 0xED && byte(1) > 0x9F)) {
-      return 0;
-    }
-    return 3;
-  }
-  if (lead >= 0xF0 && lead <= 0xF4) {
-    if (!continuation(1) || !continuation(2) || !continuation(3)) {
-      return 0;
-    }
-    if ((lead == 0xF0 && byte(1) < 0x90) || (lead == 0xF4 && byte(1) > 0x8F)) {
-      return 0;
-    }
-    return 4;
-  }
-  return 0;
-}
 
 /// One shown piece of a line: the bytes it stands for and how it is shown.
 struct Glyph {
@@ -80,22 +48,7 @@ size_t width(const Glyph& glyph) {
 std::string line_of(const std::string& file, int line) {
   // A chain file or Dockerfile larger than this is not worth reading again for an excerpt.
   auto text = read_file(file, uint64_t{64} << 20);
-  if (!text) {
-    return {};
-  }
-  std::string_view rest = *text;
-  for (int i = 1; i < line; ++i) {
-    size_t newline = rest.find('\n');
-    if (newline == std::string_view::npos) {
-      return {};
-    }
-    rest.remove_prefix(newline + 1);
-  }
-  rest = rest.substr(0, rest.find('\n'));
-  if (!rest.empty() && rest.back() == '\r') {
-    rest.remove_suffix(1);
-  }
-  return std::string(rest);
+  return text ? std::string(line_at(*text, line)) : std::string();
 }
 
 } // namespace

@@ -277,6 +277,10 @@ ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink) {
   char buffer[65536];
 
   auto stop = [&](Clock::time_point now) {
+    result.silent_for = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_output);
+    if (spec.on_stop) {
+      spec.on_stop();
+    }
     stopping = true;
     kill_deadline = now + spec.grace;
     kill_group(pid, SIGINT);
@@ -357,8 +361,10 @@ ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink) {
         } else if (WIFSIGNALED(status)) {
           result.term_signal = WTERMSIG(status);
         }
-        result.silent_for =
-            std::chrono::duration_cast<std::chrono::milliseconds>(now - last_output);
+        if (!stopping) {
+          result.silent_for =
+              std::chrono::duration_cast<std::chrono::milliseconds>(now - last_output);
+        }
         kill_group(pid, SIGKILL);
         drain_deadline = now + k_drain_timeout;
       }
@@ -398,8 +404,9 @@ std::string CapturedRun::failure() const {
 
 CapturedRun run_captured(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
   CapturedRun run;
-  run.exit =
-      run_process({argv, {}, {}, timeout}, [&](std::string_view chunk) { run.output += chunk; });
+  ProcessSpec spec{argv};
+  spec.timeout = timeout;
+  run.exit = run_process(spec, [&](std::string_view chunk) { run.output += chunk; });
   return run;
 }
 

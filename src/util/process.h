@@ -16,8 +16,8 @@ namespace kiln {
 
 struct ProcessSpec {
   std::vector<std::string> argv;
-  std::vector<std::pair<std::string, std::string>> env; // added to the inherited environment
-  std::filesystem::path cwd;                            // empty: kiln's own
+  std::vector<std::pair<std::string, std::string>> env{}; // added to the inherited environment
+  std::filesystem::path cwd{};                            // empty: kiln's own
   /// Stop it like an interrupt once this much time has passed; zero: no limit.
   std::chrono::milliseconds timeout{0};
   /// Stop it like an interrupt once it has printed nothing for this long; zero: no limit.
@@ -26,6 +26,9 @@ struct ProcessSpec {
   const CancelToken* cancel = nullptr;
   /// After SIGINT to the group, how long before SIGKILL.
   std::chrono::milliseconds grace{std::chrono::seconds(10)};
+  /// Told when a cancel, the timeout or a stall starts stopping it, before the SIGINT: what the
+  /// process prints after that is its shutdown, not its work.
+  std::function<void()> on_stop{};
 };
 
 /// How a process ended.
@@ -35,8 +38,9 @@ struct ProcessExit {
   bool interrupted = false; // stopped because its cancel token was cancelled
   bool timed_out = false;   // stopped because the spec's timeout passed
   bool stalled = false;     // stopped because it printed nothing for the spec's stall_timeout
-  std::chrono::milliseconds silent_for{0}; // since its last output, when it ended
-  std::string spawn_error;                 // set when it never started
+  /// Since its last output: when it was stopped, or else when it ended.
+  std::chrono::milliseconds silent_for{0};
+  std::string spawn_error; // set when it never started
 
   bool ok() const { return spawn_error.empty() && term_signal == 0 && exit_code == 0; }
   /// One number for records: the exit code, or 128 + signal like a shell.

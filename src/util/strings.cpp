@@ -79,6 +79,67 @@ std::string shell_quote(std::string_view word) {
   return out + "'";
 }
 
+size_t utf8_length(std::string_view text) {
+  if (text.empty()) {
+    return 0;
+  }
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  auto continuation = [&](size_t i) { return i < text.size() && (byte(i) & 0xC0) == 0x80; };
+  unsigned char lead = byte(0);
+  if (lead < 0x80) {
+    return 1;
+  }
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    return continuation(1) ? 2 : 0;
+  }
+  if (lead >= 0xE0 && lead <= 0xEF) {
+    if (!continuation(1) || !continuation(2)) {
+      return 0;
+    }
+    if ((lead == 0xE0 && byte(1) < 0xA0) || (lead == 0xED && byte(1) > 0x9F)) {
+      return 0;
+    }
+    return 3;
+  }
+  if (lead >= 0xF0 && lead <= 0xF4) {
+    if (!continuation(1) || !continuation(2) || !continuation(3)) {
+      return 0;
+    }
+    if ((lead == 0xF0 && byte(1) < 0x90) || (lead == 0xF4 && byte(1) > 0x8F)) {
+      return 0;
+    }
+    return 4;
+  }
+  return 0;
+}
+
+std::string_view line_at(std::string_view text, int number) {
+  for (int line = 1; line < number; ++line) {
+    size_t newline = text.find('\n');
+    if (newline == std::string_view::npos) {
+      return {};
+    }
+    text.remove_prefix(newline + 1);
+  }
+  text = text.substr(0, text.find('\n'));
+  if (!text.empty() && text.back() == '\r') {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+size_t first_invalid_utf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t length = utf8_length(text.substr(i));
+    if (length == 0) {
+      return i;
+    }
+    i += length;
+  }
+  return std::string_view::npos;
+}
+
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) {

@@ -19,6 +19,16 @@ bool is_identifier(std::string_view name);
 /// Quote a word for a POSIX shell only when it needs it, so dry-run output pastes as is.
 std::string shell_quote(std::string_view word);
 
+/// Line `number` (from 1) of `text`, without its newline (or a CR before it); "" past the end.
+std::string_view line_at(std::string_view text, int number);
+
+/// Bytes in the UTF-8 sequence that starts `text`; 0 when it is not valid UTF-8 (overlong forms,
+/// surrogates and code points past U+10FFFF included) or `text` is empty.
+size_t utf8_length(std::string_view text);
+
+/// Where the first byte that is not valid UTF-8 is in `text`; npos when there is none.
+size_t first_invalid_utf8(std::string_view text);
+
 /// Edit distance, for did-you-mean suggestions.
 size_t edit_distance(std::string_view a, std::string_view b);
 

@@ -21,8 +21,13 @@ ChainDir::ChainDir() {
 }
 
 ChainDir::~ChainDir() {
+  remove_images();
+  std::error_code ec;
+  std::filesystem::remove_all(m_path, ec);
+}
+
+void ChainDir::remove_images() const {
   // Remove the images this test tagged; the shared layers stay for the next test's cache.
-  std::string manifests;
   std::error_code ec;
   for (const auto& run : std::filesystem::directory_iterator(m_path / "records" / "runs", ec)) {
     std::ifstream in(run.path() / "manifest.json");
@@ -35,7 +40,18 @@ ChainDir::~ChainDir() {
                   [](std::string_view) {});
     }
   }
-  std::filesystem::remove_all(m_path, ec);
+}
+
+void write_two_stage_chain(const ChainDir& dir, const std::string& body, int attempts,
+                           const std::string& extra) {
+  dir.write("base.Dockerfile", k_base_dockerfile);
+  dir.write("work.Dockerfile", "FROM base\n" + body);
+  dir.write("chain.toml", "[chain]\nname = \"t" + dir.nonce() +
+                              "\"\n[defaults]\ncooldown_s = 0\nattempts = " +
+                              std::to_string(attempts) + "\n" + extra +
+                              "\n[[stage]]\nname = \"base\"\ndockerfile = \"base.Dockerfile\"\n"
+                              "[[stage]]\nname = \"work\"\ndockerfile = \"work.Dockerfile\"\n"
+                              "needs = [\"base\"]\n");
 }
 
 void ChainDir::copy_demo() const {
@@ -78,8 +94,7 @@ KilnResult ChainDir::kiln(const std::vector<std::string>& args, const CancelToke
   ProcessSpec spec{argv, env, m_path};
   spec.cancel = ctrl_c != nullptr ? ctrl_c : &m_never;
   spec.grace = std::chrono::seconds(60);
-  ProcessExit exit =
-      run_process(spec, [&](std::string_view chunk) { result.output += chunk; });
+  ProcessExit exit = run_process(spec, [&](std::string_view chunk) { result.output += chunk; });
   result.exit_code = exit.status_code();
   return result;
 }

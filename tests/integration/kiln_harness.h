@@ -46,11 +46,20 @@ public:
   /// The manifest of the newest run, through the `latest` link.
   nlohmann::json latest_manifest() const;
 
+  /// Remove every image the runs recorded under records/ tagged (the destructor does it too):
+  /// for a test whose records live on a filesystem it unmounts first.
+  void remove_images() const;
+
 private:
   std::filesystem::path m_path;
   std::string m_nonce;
   CancelToken m_never; // what a run without `ctrl_c` watches: a test's own Ctrl-C stays its own
 };
+
+/// A chain of a busybox base and one stage `work` whose Dockerfile is `body` after `FROM base`;
+/// `extra` goes at the end of the chain's [defaults] table.
+void write_two_stage_chain(const ChainDir& dir, const std::string& body, int attempts = 3,
+                           const std::string& extra = "");
 
 /// A Dockerfile stage that every test chain starts from: FROM scratch plus busybox.
 inline const char* k_base_dockerfile = "FROM scratch\n"

@@ -80,18 +80,6 @@ TEST(Run, DemoChainBuildsThenServesEveryStepFromTheLayerCache) {
             std::string::npos);
 }
 
-/// A chain of a busybox base and one stage whose Dockerfile is `body` after `FROM base`.
-void write_two_stage_chain(const ChainDir& dir, const std::string& body, int attempts = 3) {
-  dir.write("base.Dockerfile", k_base_dockerfile);
-  dir.write("work.Dockerfile", "FROM base\n" + body);
-  dir.write("chain.toml",
-            "[chain]\nname = \"t" + dir.nonce() +
-                "\"\n[defaults]\ncooldown_s = 0\nattempts = " + std::to_string(attempts) +
-                "\n[[stage]]\nname = \"base\"\ndockerfile = \"base.Dockerfile\"\n"
-                "[[stage]]\nname = \"work\"\ndockerfile = \"work.Dockerfile\"\n"
-                "needs = [\"base\"]\n");
-}
-
 TEST(Run, CompileErrorFailsTheStageAtOnce) {
   ChainDir dir;
   write_two_stage_chain(dir, "RUN echo 'lib.c:3:1: error: expected ; before }' >&2; exit 1\n");

@@ -105,6 +105,9 @@ ProcessExit FakeEngine::build(const BuildRequest& request, const OutputSink& sin
   if (build.during) {
     build.during();
   }
+  if ((build.stalled || build.timed_out) && limits.on_stop) {
+    limits.on_stop();
+  }
   if (m_clock != nullptr) {
     m_clock->advance(build.takes);
   }
