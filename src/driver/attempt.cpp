@@ -33,6 +33,37 @@ const std::vector<TransientClass>& builtin_transient_classes() {
        builtin_patterns({"DeadlineExceeded", "httpReadSeeker", "no active session"}),
        {},
        true},
+      // A fetch inside a RUN step (curl, wget, git, pip, apt-get), as each prints a DNS hiccup,
+      // a reset, a hang-up, its own timeout or a 429/502/503/504: the recordings in
+      // tests/fixtures/fetch-network. Before registry-network, whose generic `connection reset
+      // by peer` would otherwise claim curl's lines; these patterns carry each tool's own
+      // wording, so an engine's registry lines stay registry-network. Left out, and permanent:
+      // a refused connection and a name the resolver says does not exist (a wrong address or
+      // port), 404s, and pip's hash mismatch (a cut download and a wrong pin read the same).
+      {"fetch-network",
+       builtin_patterns(
+           {// glibc's EAI_AGAIN text (wget, pip, git://), and apt's own
+            "Temporary failure in name resolution", "Temporary failure resolving '",
+            // curl, and git over http through libcurl. curl says the first for a name that
+            // does not exist too: a typo then fails identically and is refused next time.
+            "Could not resolve host: ", "Recv failure: ", "transfer closed with ",
+            "Empty reply from server", R"(Operation timed out after \d+ milliseconds)",
+            R"(Operation too slow\. Less than)",
+            R"(The requested URL returned error: (429|50[234])\b)",
+            // wget
+            R"(Read error (\(|at byte \d))", R"(Connection closed at byte \d)",
+            R"(awaiting response\.\.\. No data received\.)", R"(ERROR (429|50[234]): )",
+            // pip (urllib3)
+            R"(ConnectionResetError\(104,)", R"(RemoteDisconnected\(')", R"(ReadTimeoutError\()",
+            R"(too many (429|50[234]) error responses)",
+            // apt: the status, two spaces, its reason, then `[IP: address port]`
+            R"(Connection failed \[IP: )", R"(Undetermined Error \[IP: )",
+            R"(\b(429|50[234])  [^\[]*\[IP: )",
+            // git
+            "fatal: early EOF", "fetch-pack: unexpected disconnect while reading sideband packet",
+            "fatal: read error: Connection reset by peer"}),
+       {},
+       false},
       {"registry-network",
        builtin_patterns({"i/o timeout", "TLS handshake timeout", "connection reset by peer",
                          "unexpected EOF", R"(502 \(?Bad Gateway)", R"(503 \(?Service Unavailable)",

@@ -17,7 +17,8 @@ constexpr std::string_view k_cache_import_class = "cache-import";
 /// The class of an attempt the stall limit stopped (no output for the stage's stall_timeout_s).
 constexpr std::string_view k_stall_class = "stall";
 
-/// The built-in transient classes: builder and registry flakes that go away on their own.
+/// The built-in transient classes: builder, registry and RUN-step fetch flakes that go away on
+/// their own.
 const std::vector<TransientClass>& builtin_transient_classes();
 
 /// What to do after an attempt failed.

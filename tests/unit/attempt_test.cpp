@@ -1,15 +1,20 @@
 #include "driver/attempt.h"
 
+#include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 
 #include <gtest/gtest.h>
+
+#include "engine/buildah_engine.h"
 
 namespace kiln {
 namespace {
 
 const std::string k_buildkit = std::string(KILN_TEST_FIXTURES) + "/buildkit-v0.11.6/";
 const std::string k_buildah = std::string(KILN_TEST_FIXTURES) + "/buildah-1.28.2/";
+const std::string k_fetch = std::string(KILN_TEST_FIXTURES) + "/fetch-network/";
 
 // A recorded output file as the driver hands it over: one entry per line, no newlines.
 Tail read_tail(const std::string& path) {
@@ -52,8 +57,9 @@ TEST(BuiltinTransientClasses, NamesInOrderAndOnlySnapshotMountRetriedDespiteIden
               transient.name == "snapshot-mount" || transient.name == "cache-import");
     EXPECT_FALSE(transient.patterns.empty()) << transient.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"cache-import", "registry-network", "engine-session",
-                                             "storage-contention", "snapshot-mount"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"cache-import", "fetch-network", "registry-network",
+                                      "engine-session", "storage-contention", "snapshot-mount"}));
 }
 
 TEST(VerdictName, EveryVerdict) {
@@ -441,10 +447,262 @@ TEST(NormaliseLine, LongHexRunsAndLongLinesStayLinear) {
 }
 
 TEST(BuiltinTransientClasses, MatchWhateverTheCase) {
-  FailureVerdict verdict = classify_failure({"curl: (56) Recv failure: Connection reset by peer"},
-                                            std::nullopt, 1, 3, builtins());
-  EXPECT_EQ(verdict.class_name, "registry-network");
-  EXPECT_EQ(verdict.verdict, Verdict::retry);
+  for (const char* line : {"curl: (56) Recv failure: Connection reset by peer",
+                           "CURL: (56) RECV FAILURE: CONNECTION RESET BY PEER"}) {
+    FailureVerdict verdict = classify_failure({line}, std::nullopt, 1, 3, builtins());
+    EXPECT_EQ(verdict.class_name, "fetch-network") << line;
+    EXPECT_EQ(verdict.verdict, Verdict::retry) << line;
+  }
+  FailureVerdict registry = classify_failure({"Error: writing blob: Connection Reset By Peer"},
+                                             std::nullopt, 1, 3, builtins());
+  EXPECT_EQ(registry.class_name, "registry-network");
+}
+
+// ---- fetch-network: curl, wget, pip, apt-get and git as they print network failures ----
+
+// Every recording in tests/fixtures/fetch-network (its README says how each was made) with the
+// line that must be quoted as the match, or nullptr where the failure must stay permanent.
+struct FetchRecording {
+  const char* name;
+  const char* matched; // a part of the matched line
+};
+
+constexpr const char* k_permanent = nullptr;
+
+const FetchRecording k_fetch_recordings[] = {
+    // A fetch that worked: its lines sit in the tail of any later step that fails.
+    {"curl-ok", k_permanent},
+    {"wget-ok", k_permanent},
+    {"pip-download-ok", k_permanent},
+    {"pip-install-ok", k_permanent},
+    {"apt-ok", k_permanent},
+    {"git-clone-http-ok", k_permanent},
+    {"git-clone-git-ok", k_permanent},
+    {"git-fetch-http-ok", k_permanent},
+    {"git-fetch-git-ok", k_permanent},
+    // Nothing listens at the address: a wrong address or port.
+    {"curl-refused", k_permanent},
+    {"wget-refused", k_permanent},
+    {"pip-download-refused", k_permanent},
+    {"pip-install-refused", k_permanent},
+    {"apt-refused", k_permanent},
+    {"git-clone-http-refused", k_permanent},
+    {"git-clone-git-refused", k_permanent},
+    // The resolver did not answer.
+    {"curl-dns-dead", "curl: (6) Could not resolve host: mirror.kiln-fixture.test"},
+    {"wget-dns-dead", "failed: Temporary failure in name resolution."},
+    {"pip-download-dns-dead", "[Errno -3] Temporary failure in name resolution"},
+    {"pip-install-dns-dead", "[Errno -3] Temporary failure in name resolution"},
+    {"apt-dns-dead", "W: Failed to fetch http://mirror.kiln-fixture.test:8000/apt/./InRelease  "
+                     "Temporary failure resolving 'mirror.kiln-fixture.test'"},
+    {"git-clone-http-dns-dead", "Could not resolve host: mirror.kiln-fixture.test"},
+    {"git-clone-git-dns-dead", "(Temporary failure in name resolution)"},
+    // The resolver answered that the name does not exist. curl, and git through libcurl, say
+    // the same as for a resolver that did not answer.
+    {"curl-dns-nxdomain", "curl: (6) Could not resolve host: mirror.kiln-fixture.test"},
+    {"wget-dns-nxdomain", k_permanent},
+    {"pip-download-dns-nxdomain", k_permanent},
+    {"pip-install-dns-nxdomain", k_permanent},
+    {"apt-dns-nxdomain", k_permanent},
+    {"git-clone-http-dns-nxdomain", "Could not resolve host: mirror.kiln-fixture.test"},
+    {"git-clone-git-dns-nxdomain", k_permanent},
+    // Reset before an answer.
+    {"curl-reset", "curl: (56) Recv failure: Connection reset by peer"},
+    {"curl-meter-reset", "curl: (56) Recv failure: Connection reset by peer"},
+    {"wget-reset", "Read error (Connection reset by peer) in headers."},
+    {"pip-download-reset", "ConnectionResetError(104, 'Connection reset by peer')"},
+    {"pip-install-reset", "ConnectionResetError(104, 'Connection reset by peer')"},
+    {"apt-reset", "InRelease  Connection failed [IP: 127.0.0.1 8101]"},
+    {"git-clone-http-reset", "Recv failure: Connection reset by peer"},
+    {"git-clone-git-reset", "fatal: read error: Connection reset by peer"},
+    // Closed without an answer. Over git:// that reads as a refused or missing repository.
+    {"curl-hangup", "curl: (52) Empty reply from server"},
+    {"wget-hangup", "HTTP request sent, awaiting response... No data received."},
+    {"pip-download-hangup", "RemoteDisconnected('Remote end closed connection without response')"},
+    {"pip-install-hangup", "RemoteDisconnected('Remote end closed connection without response')"},
+    {"apt-hangup", "InRelease  Connection failed [IP: 127.0.0.1 8107]"},
+    {"git-clone-http-hangup", "Empty reply from server"},
+    {"git-clone-git-hangup", k_permanent},
+    // Reset mid-transfer.
+    {"curl-cut", "curl: (56) Recv failure: Connection reset by peer"},
+    {"wget-cut", "(Connection reset by peer). Giving up."},
+    {"pip-download-cut", "(\"Connection broken: ConnectionResetError(104, "},
+    {"pip-install-cut", "(\"Connection broken: ConnectionResetError(104, "},
+    {"apt-cut", "kilnfx-demo_1.0_all.deb  Undetermined Error [IP: 127.0.0.1 8102]"},
+    {"git-clone-http-cut", "fatal: early EOF"},
+    {"git-clone-git-cut", "fatal: early EOF"},
+    {"git-fetch-http-cut", "fatal: early EOF"},
+    {"git-fetch-git-cut", "fatal: early EOF"},
+    // Closed cleanly mid-transfer. pip takes the short file and reports a hash mismatch, which
+    // a wrongly pinned hash also gives.
+    {"curl-eof", "curl: (18) transfer closed with "},
+    {"wget-eof", "Connection closed at byte "},
+    {"pip-download-eof", k_permanent},
+    {"pip-install-eof", k_permanent},
+    {"apt-eof", "kilnfx-demo_1.0_all.deb  Undetermined Error [IP: 127.0.0.1 8103]"},
+    {"git-clone-http-eof", "fatal: early EOF"},
+    {"git-clone-git-eof", "fatal: early EOF"},
+    {"git-fetch-http-eof", "fatal: early EOF"},
+    {"git-fetch-git-eof", "fatal: early EOF"},
+    // No answer until the client's own timeout.
+    {"curl-timeout", "curl: (28) Operation timed out after 500"},
+    {"wget-timeout", "Read error (Connection timed out) in headers."},
+    {"pip-download-timeout", "ReadTimeoutError(\"HTTPConnectionPool(host='127.0.0.1', port=8104)"},
+    {"pip-install-timeout", "ReadTimeoutError(\"HTTPConnectionPool(host='127.0.0.1', port=8104)"},
+    {"apt-timeout", "InRelease  Connection failed [IP: 127.0.0.1 8104]"},
+    {"git-clone-http-timeout",
+     "Operation too slow. Less than 1000 bytes/sec transferred the last 5 "
+     "seconds"},
+    // 502, 503 and 429 for every request. pip says nothing of an index page's status.
+    {"curl-502", "curl: (22) The requested URL returned error: 502"},
+    {"wget-502", "ERROR 502: Bad Gateway."},
+    {"pip-download-502", k_permanent},
+    {"pip-install-502", k_permanent},
+    {"apt-502", "InRelease  502  Bad Gateway [IP: 127.0.0.1 8108]"},
+    {"git-clone-http-502", "The requested URL returned error: 502"},
+    {"curl-503", "curl: (22) The requested URL returned error: 503"},
+    {"wget-503", "ERROR 503: Service Unavailable."},
+    {"pip-download-503", k_permanent},
+    {"pip-install-503", k_permanent},
+    {"apt-503", "InRelease  503  Service Unavailable [IP: 127.0.0.1 8105]"},
+    {"git-clone-http-503", "The requested URL returned error: 503"},
+    {"curl-429", "curl: (22) The requested URL returned error: 429"},
+    {"wget-429", "ERROR 429: Too Many Requests."},
+    {"pip-download-429", k_permanent},
+    {"pip-install-429", k_permanent},
+    {"apt-429", "InRelease  429  Too Many Requests [IP: 127.0.0.1 8109]"},
+    {"git-clone-http-429", "The requested URL returned error: 429"},
+    // 503 for the package file only, after the index answered.
+    {"pip-download-file-503", "(Caused by ResponseError('too many 503 error responses'))"},
+    {"pip-install-file-503", "(Caused by ResponseError('too many 503 error responses'))"},
+    {"apt-file-503", "kilnfx-demo_1.0_all.deb  503  Service Unavailable [IP: 127.0.0.1 8110]"},
+    // Not there.
+    {"curl-404", k_permanent},
+    {"wget-404", k_permanent},
+    {"pip-download-404", k_permanent},
+    {"pip-install-404", k_permanent},
+    {"apt-404", k_permanent},
+    {"git-clone-http-404", k_permanent},
+    {"pip-download-file-404", k_permanent},
+    {"pip-install-file-404", k_permanent},
+    {"apt-file-404", k_permanent},
+};
+
+TEST(FetchNetwork, EveryRecordingIsListed) {
+  std::set<std::string> listed;
+  for (const FetchRecording& recording : k_fetch_recordings) {
+    EXPECT_TRUE(listed.insert(recording.name).second) << recording.name << " is listed twice";
+  }
+  std::set<std::string> on_disk;
+  for (const auto& entry : std::filesystem::directory_iterator(k_fetch)) {
+    if (entry.path().extension() == ".combined") {
+      on_disk.insert(entry.path().stem().string());
+    }
+  }
+  EXPECT_EQ(on_disk, listed);
+}
+
+TEST(FetchNetwork, RecordedTransientFailuresAreRetriedAndTheRestStayPermanent) {
+  for (const FetchRecording& recording : k_fetch_recordings) {
+    SCOPED_TRACE(recording.name);
+    const Tail tail = read_tail(k_fetch + recording.name + ".combined");
+    const FailureVerdict verdict = classify_failure(tail, std::nullopt, 1, 3, builtins());
+    if (recording.matched == k_permanent) {
+      EXPECT_EQ(verdict.verdict, Verdict::permanent);
+      EXPECT_EQ(verdict.class_name, "") << verdict.matched_line;
+      continue;
+    }
+    EXPECT_EQ(verdict.verdict, Verdict::retry);
+    EXPECT_EQ(verdict.class_name, "fetch-network");
+    EXPECT_NE(verdict.matched_line.find(recording.matched), std::string::npos)
+        << verdict.matched_line;
+  }
+}
+
+// A recording as buildah prints it in a RUN step: the step's echo, the output, buildah's own
+// closing lines (their forms from tests/fixtures/buildah-1.28.2/build-fail-run.combined).
+Tail through_buildah(const std::string& name) {
+  const std::string command =
+      read_tail(k_fetch + name + ".cmd").front() + " && echo 'could not resolve host: none'";
+  auto output = BuildahEngine("chroot").read_output();
+  output->feed("STEP 1/2: FROM localhost/kt-base:dev");
+  output->feed("STEP 2/2: RUN " + command);
+  for (const std::string& line : read_tail(k_fetch + name + ".combined")) {
+    output->feed(line);
+  }
+  const std::string status = read_tail(k_fetch + name + ".rc").front();
+  output->feed("subprocess exited with status " + status);
+  output->feed("subprocess exited with status " + status);
+  output->feed("Error: building at STEP \"RUN " + command + "\": exit status " + status);
+  return output->evidence();
+}
+
+TEST(FetchNetwork, ARunStepThroughBuildahKeepsItsVerdict) {
+  // The step's command names the failure in its text; only the tool's own line may count.
+  const FailureVerdict reset =
+      classify_failure(through_buildah("curl-reset"), std::nullopt, 1, 3, builtins());
+  EXPECT_EQ(reset.class_name, "fetch-network");
+  EXPECT_EQ(reset.matched_line, "curl: (56) Recv failure: Connection reset by peer");
+  EXPECT_EQ(
+      classify_failure(through_buildah("curl-refused"), std::nullopt, 1, 3, builtins()).verdict,
+      Verdict::permanent);
+  const FailureVerdict apt =
+      classify_failure(through_buildah("apt-dns-dead"), std::nullopt, 1, 3, builtins());
+  EXPECT_EQ(apt.class_name, "fetch-network");
+  EXPECT_NE(apt.matched_line.find("Temporary failure resolving"), std::string::npos);
+}
+
+TEST(FetchNetwork, AGitCutBeforeThePackHeaderIsRetried) {
+  // Where the cut lands in git's stream differs from run to run: in an earlier run of
+  // record.sh, git-fetch-git-eof printed only these two lines.
+  const Tail tail = {"fetch-pack: unexpected disconnect while reading sideband packet",
+                     "fatal: protocol error: bad pack header"};
+  const FailureVerdict verdict = classify_failure(tail, std::nullopt, 1, 3, builtins());
+  EXPECT_EQ(verdict.class_name, "fetch-network");
+  EXPECT_EQ(verdict.matched_line, tail.front());
+}
+
+TEST(FetchNetwork, ASecondIdenticalFetchFailureIsRefused) {
+  // curl prints nothing that changes between attempts: a host that stays unresolvable fails
+  // the same way twice, and the second time is not retried.
+  const Tail tail = read_tail(k_fetch + "curl-dns-nxdomain.combined");
+  const FailureVerdict verdict = classify_failure(tail, tail, 2, 3, builtins());
+  EXPECT_EQ(verdict.verdict, Verdict::refused_identical);
+  EXPECT_EQ(verdict.class_name, "fetch-network");
+}
+
+TEST(FetchNetwork, LinesThatOnlyMentionTheWordsStayPermanent) {
+  for (const char* line : {
+           "src/net/timeout.c:42:7: error: 'CURLE_OPERATION_TIMEDOUT' undeclared (first use in "
+           "this function)",
+           "src/http/read_error.c:10:1: error: expected ';' before '}' token",
+           "make[2]: *** [Makefile:120: src/http/empty_reply_from_server.o] Error 1",
+           "FAILED tests/test_client.py::test_could_not_resolve_host - AssertionError: assert 0 "
+           "== 6",
+           "tests/test_fetch.py::test_read_timeout_error PASSED",
+           "cc1: fatal error: read error: Is a directory",
+           "ld: error: connection_failed.o: undefined reference to `ip_address'",
+           "error: RPC failed; curl 22 The requested URL returned error: 404",
+           "warning: early EOF in string literal",
+           "ERROR 5034: license check failed",
+           "Fetched 1065 kB in 0s (24.9 MB/s)",
+       }) {
+    const FailureVerdict verdict = classify_failure({line}, std::nullopt, 1, 3, builtins());
+    EXPECT_EQ(verdict.verdict, Verdict::permanent) << line << " matched " << verdict.class_name;
+  }
+}
+
+TEST(FetchNetwork, ACompileFailureAfterWorkingFetchesIsPermanent) {
+  // The fetches of the same RUN step worked; the compile after them failed.
+  Tail tail;
+  for (const char* name : {"curl-ok", "wget-ok", "pip-install-ok", "apt-ok", "git-clone-http-ok"}) {
+    for (const std::string& line : read_tail(k_fetch + name + ".combined")) {
+      tail.push_back(line);
+    }
+  }
+  tail.push_back("src/fetch.c:12:5: error: 'timeout' undeclared (first use in this function)");
+  tail.push_back("make: *** [Makefile:4: fetch.o] Error 1");
+  EXPECT_EQ(classify_failure(tail, std::nullopt, 1, 3, builtins()).verdict, Verdict::permanent);
 }
 
 } // namespace
