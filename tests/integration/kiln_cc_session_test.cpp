@@ -1082,5 +1082,34 @@ TEST(KilnCcInABuild, AFailedCompileLeavesNoServerOnTheHost) {
   EXPECT_EQ(left_after_waiting("KILN_CC_TEST=" + dir.nonce()), std::vector<std::string>{});
 }
 
+TEST(KilnCcInABuild, ASccacheServerLostMidStepIsWarnedOfAndRecorded) {
+  ChainDir dir;
+  write_build_chain(dir,
+                    "kiln-cc session run -- sh -c '\\\n"
+                    "      kiln-cc gcc -c /src/f.c -o /src/f.o && sccache --stop-server && \\\n"
+                    "      kiln-cc gcc -c /src/f.c -o /src/g.o && \\\n"
+                    "      kiln-cc gcc -c /src/f.c -o /src/h.o'");
+  KilnResult result = dir.kiln({"run", "chain.toml"});
+  ASSERT_EQ(result.exit_code, 0) << result.output
+                                 << dir.read("records/latest/stages/compile.attempt-1.log");
+  const std::string warning = "the compile cache fell back: the sccache server was lost mid-step "
+                              "in 1 of 1 step(s), its counters with it; of 3 compile(s) kiln-cc "
+                              "launched, 1 went to sccache, 2 to ccache (1 hit(s), 1 miss(es)), 0 "
+                              "ran uncached";
+  EXPECT_NE(result.output.find("kiln: warning: stage compile: " + warning), std::string::npos)
+      << result.output;
+  EXPECT_NE(
+      dir.read("records/latest/driver.log").find("stage compile: attempt 1/1 warning: " + warning),
+      std::string::npos)
+      << dir.read("records/latest/driver.log");
+  nlohmann::json compile = dir.latest_manifest()["stages"][1]["attempts"][0]["compile"];
+  ASSERT_TRUE(compile.is_object()) << dir.latest_manifest().dump(2);
+  EXPECT_EQ(compile["served"], (nlohmann::json{{"sccache", 1}, {"ccache", 2}, {"direct", 0}}));
+  EXPECT_EQ(compile["ccache_hits"], 1);
+  EXPECT_EQ(compile["ccache_misses"], 1);
+  EXPECT_EQ(compile["sccache_lost_steps"], 1);
+  EXPECT_EQ(left_after_waiting("KILN_CC_TEST=" + dir.nonce()), std::vector<std::string>{});
+}
+
 } // namespace
 } // namespace kiln::testing
