@@ -10,7 +10,6 @@
 #include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -822,9 +821,8 @@ bool server_running(const Session& session) {
   return session.server == "running" && !session.sccache.empty();
 }
 
-/// Whether the session's server accepts connections: asked before any sccache call that
-/// needs it, because an sccache before 0.7.7 starts a server of its own for --show-stats when
-/// none answers, one whose counters would read as the step's.
+/// Whether the session's server accepts connections: a connect, no sccache process and no
+/// request (so it keeps no idle server alive).
 bool answers(const Session& session) {
   bool uds = session.address_name == "SCCACHE_SERVER_UDS";
   return server_answers(sccache_server_address(uds ? session.address_value.c_str() : nullptr,
@@ -841,6 +839,7 @@ std::chrono::milliseconds keep_alive_interval(const Environment& env) {
     idle_s = !it->second.empty() && *end == '\0' && value >= 0 ? value
                                                                : k_sccache_default_idle_timeout_s;
   }
+  idle_s = std::min(idle_s, 24L * 3600); // a request a few hours apart keeps any server alive
   return idle_s == 0 ? 0ms : std::max<std::chrono::milliseconds>(1000ms, idle_s * 1000ms / 4);
 }
 
@@ -1020,6 +1019,8 @@ LaunchCounts count_launches(const fs::path& file) {
 /// compile, then one line per counter it raised (ccache's StatsLog; the names are its
 /// statistics' ids, as `ccache --print-stats` prints them).
 std::pair<long, long> ccache_hits_and_misses(const std::string& log, long offset) {
+  // A stream from the offset, not read_file: a log the step set itself may hold months of
+  // other builds before this step's lines.
   std::ifstream in(log, std::ios::binary);
   if (!in || !in.seekg(offset)) {
     return {0, 0};
@@ -1083,11 +1084,9 @@ void print_error_log_tail(const std::string& path) {
   std::streamoff from = std::max<std::streamoff>(0, size - 65536);
   in.seekg(from);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::string> lines;
-  std::istringstream split(text);
-  std::string line;
-  while (std::getline(split, line)) {
-    lines.push_back(line);
+  std::vector<std::string> lines = split(text, '\n');
+  if (!lines.empty() && lines.back().empty()) {
+    lines.pop_back(); // after the last newline
   }
   if (from > 0 && !lines.empty()) {
     lines.erase(lines.begin()); // cut mid-line
