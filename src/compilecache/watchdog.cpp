@@ -251,6 +251,9 @@ std::string run_watched(pid_t owner, const WatchdogPlan& plan, std::string& erro
     for (int fd = 0; fd < 3 && null >= 0; ++fd) {
       ::dup2(null, fd);
     }
+    // Nor its working folder: a step's bind mount the watchdog sat in could not be unmounted
+    // while it stops the server.
+    [[maybe_unused]] int at_root = ::chdir("/");
     std::string_view left = result;
     while (!left.empty()) {
       ssize_t n = ::write(ready[1], left.data(), left.size());
