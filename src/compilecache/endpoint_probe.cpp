@@ -4,10 +4,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -18,6 +16,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "util/fs.h"
 #include "util/strings.h"
 
 namespace kiln::cc {
@@ -277,22 +276,19 @@ std::vector<ResolvedAddress> resolve_locally(const std::string& host, int port,
   if (!out.empty()) {
     return out;
   }
-  std::ifstream in(hosts_file);
-  std::string line;
   std::string wanted = lower(host);
-  while (std::getline(in, line)) {
+  // read_file, not a stream: it takes only a regular file, so a hosts file that is a FIFO or a
+  // device cannot hang or flood the probe.
+  for (std::string line : split(read_file(hosts_file).value_or(""), '\n')) {
     line = line.substr(0, line.find('#'));
-    std::istringstream fields(line);
-    std::string address;
-    std::string name;
-    if (!(fields >> address)) {
-      continue;
-    }
-    while (fields >> name) {
-      if (lower(name) != wanted) {
+    std::replace(line.begin(), line.end(), '\t', ' ');
+    std::vector<std::string> fields = split(line, ' ');
+    std::erase(fields, "");
+    for (size_t i = 1; i < fields.size(); ++i) {
+      if (lower(fields[i]) != wanted) {
         continue;
       }
-      for (ResolvedAddress& found : numeric_address(address, port)) {
+      for (ResolvedAddress& found : numeric_address(fields[0], port)) {
         bool seen = std::any_of(out.begin(), out.end(),
                                 [&](const ResolvedAddress& a) { return a.text == found.text; });
         if (!seen) {

@@ -21,12 +21,10 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <csignal>
 #include <cstddef>
-#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -34,21 +32,17 @@
 #include <string_view>
 #include <vector>
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "compilecache/child_process.h"
 #include "compilecache/sccache_output.h"
+#include "compilecache/server_address.h"
 #include "compilecache/session_dir.h"
 #include "util/fs.h"
-#include "util/strings.h"
 
 extern char** environ;
 
@@ -56,22 +50,10 @@ namespace kiln::cc {
 
 namespace {
 
-constexpr int k_default_sccache_port = 4226;
-
-// A loopback connect is answered or refused at once; it waits only when the server's accept
-// queue is full, and then the kernel retries after a second. Two seconds lets one retry through
-// before giving up on a server that busy and compiling through ccache instead.
-constexpr int k_probe_timeout_ms = 2000;
-
 // sccache's own failure messages are a few hundred bytes (the longest recorded is 316); past
 // this much the output is the compiler's and streams through instead of sitting in memory.
 constexpr std::size_t k_hold_limit = 64 * 1024;
 
-// The signals a build tool stops a compile with. Forwarded to the child, because a build tool
-// or `timeout` may signal kiln-cc alone, not its process group.
-constexpr std::array<int, 4> k_forwarded_signals = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-
-volatile sig_atomic_t g_child = 0;
 int g_child_exit_pipe = -1; // written by the SIGCHLD handler, polled by the capture loop
 
 void write_all(int fd, std::string_view bytes) {
@@ -94,110 +76,6 @@ void say(std::string_view message) {
   write_all(STDERR_FILENO, line);
 }
 
-/// Where the sccache client would connect, and that address in words.
-struct ServerAddress {
-  sockaddr_storage storage{};
-  socklen_t length = 0;
-  std::string text;
-};
-
-// sccache writes abstract socket names escaped the way Rust's ascii::escape_default does.
-std::string unescape_ascii(std::string_view s) {
-  auto hex = [](char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c - 'A' + 10;
-  };
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '\\' || i + 1 == s.size()) {
-      out.push_back(s[i]);
-      continue;
-    }
-    char c = s[++i];
-    if (c == 'x' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
-        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
-      out.push_back(static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2])));
-      i += 2;
-    } else {
-      out.push_back(c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c);
-    }
-  }
-  return out;
-}
-
-ServerAddress sccache_server_address() {
-  ServerAddress address;
-  const char* uds = std::getenv("SCCACHE_SERVER_UDS");
-  if (uds != nullptr && *uds != '\0') {
-    std::string_view value(uds);
-    auto* un = reinterpret_cast<sockaddr_un*>(&address.storage);
-    un->sun_family = AF_UNIX;
-    std::string path;
-    std::size_t offset = 0;
-    if (value.starts_with("\\x00")) {
-      path = unescape_ascii(value.substr(4));
-      offset = 1; // sun_path[0] stays NUL: the abstract namespace
-      address.text = "unix:@" + path;
-    } else {
-      path = value;
-      address.text = "unix:" + path;
-    }
-    std::size_t n = std::min(path.size(), sizeof(un->sun_path) - 1 - offset);
-    std::memcpy(un->sun_path + offset, path.data(), n);
-    address.length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + offset + n +
-                                            (offset == 0 ? 1 : 0));
-    return address;
-  }
-  int port = k_default_sccache_port;
-  if (const char* env = std::getenv("SCCACHE_SERVER_PORT"); env != nullptr) {
-    // sccache parses it as a u16 and falls back to the default on anything else.
-    char* end = nullptr;
-    errno = 0;
-    long value = std::strtol(env, &end, 10);
-    if (errno == 0 && end != env && *end == '\0' && value >= 0 && value <= 65535 &&
-        std::isdigit(static_cast<unsigned char>(*env))) {
-      port = static_cast<int>(value);
-    }
-  }
-  auto* in = reinterpret_cast<sockaddr_in*>(&address.storage);
-  in->sin_family = AF_INET;
-  in->sin_port = htons(static_cast<std::uint16_t>(port));
-  in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.length = sizeof(sockaddr_in);
-  address.text = "127.0.0.1:" + std::to_string(port);
-  return address;
-}
-
-/// Whether something accepts connections where the sccache client would connect: the check the
-/// client itself makes first (a refused connection is when it would start a server of its own,
-/// which kiln-cc leaves to the session). Costs one loopback connect, not an sccache process.
-bool server_answers(const ServerAddress& address) {
-  int fd = ::socket(address.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    return false;
-  }
-  bool answers = false;
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address.storage), address.length) == 0) {
-    answers = true;
-  } else if (errno == EAGAIN && address.storage.ss_family == AF_UNIX) {
-    answers = true; // a unix socket's backlog is full: the server is there, only busy
-  } else if (errno == EINPROGRESS) {
-    pollfd p{fd, POLLOUT, 0};
-    int error = 0;
-    socklen_t error_length = sizeof(error);
-    answers = ::poll(&p, 1, k_probe_timeout_ms) == 1 &&
-              ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &error_length) == 0 && error == 0;
-  }
-  if (answers) {
-    // Closed with a reset, not a FIN: a clean close leaves this end in TIME_WAIT for a minute,
-    // one per compile, and a container's teardown waits for every TIME_WAIT to expire (measured
-    // on the Windows lane: 120 s after each RUN that talked to a server over loopback).
-    linger reset{1, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
-  }
-  ::close(fd);
-  return answers;
-}
-
 enum class Cache { sccache, ccache, direct };
 
 const char* cache_name(Cache cache) {
@@ -216,7 +94,8 @@ Route resolve_route() {
   std::string_view path = path_env != nullptr ? path_env : k_default_path;
   std::string sccache = find_on_path("sccache", path);
   if (!sccache.empty()) {
-    ServerAddress address = sccache_server_address();
+    ServerAddress address = sccache_server_address(std::getenv("SCCACHE_SERVER_UDS"),
+                                                   std::getenv("SCCACHE_SERVER_PORT"));
     if (server_answers(address)) {
       return {Cache::sccache, sccache, "its server answers at " + address.text};
     }
@@ -252,12 +131,6 @@ void log_launch(Cache cache, std::string_view outcome, bool verbose) {
   }
 }
 
-void forward_signal(int signal) {
-  if (g_child > 0) {
-    ::kill(g_child, signal);
-  }
-}
-
 void note_child_exit(int) {
   int saved = errno;
   if (g_child_exit_pipe >= 0) {
@@ -266,50 +139,9 @@ void note_child_exit(int) {
   errno = saved;
 }
 
-void install_signal_handlers() {
-  for (int signal : k_forwarded_signals) {
-    struct sigaction current {};
-    ::sigaction(signal, nullptr, &current);
-    // A signal the build tool ignores (a background make ignores SIGINT) stays ignored, as it
-    // would for the bare compiler.
-    if (current.sa_handler == SIG_IGN) {
-      continue;
-    }
-    struct sigaction action {};
-    action.sa_handler = forward_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
-    ::sigaction(signal, &action, nullptr);
-  }
-}
-
-/// Die of `signal` the way the compiler did, so the build tool sees the same wait status.
-[[noreturn]] void die_of(int signal) {
-  rlimit core{};
-  if (::getrlimit(RLIMIT_CORE, &core) == 0) {
-    core.rlim_cur = 0; // the compiler's crash is not kiln-cc's: no core file of ours
-    ::setrlimit(RLIMIT_CORE, &core);
-  }
-  ::signal(signal, SIG_DFL);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, signal);
-  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
-  ::raise(signal);
-  ::_exit(128 + signal); // a signal that does not terminate (none kills a compiler that way)
-}
-
-/// The exit code for a wait status; dies instead when the child died of a signal.
-int exit_code_of(int status) {
-  if (WIFSIGNALED(status)) {
-    die_of(WTERMSIG(status));
-  }
-  return WEXITSTATUS(status);
-}
-
 int cannot_run(const char* program, int error) {
   say(std::string("cannot run ") + program + ": " + std::strerror(error));
-  return error == ENOENT ? 127 : 126;
+  return cannot_start_exit_code(error);
 }
 
 /// Start argv with stdout/stderr on the given descriptors (-1: inherited), forwarding the
@@ -349,7 +181,7 @@ pid_t spawn(const std::vector<char*>& argv, bool search_path, int out_fd, int er
     ::waitpid(pid, nullptr, 0);
     pid = -1;
   }
-  g_child = pid > 0 ? pid : 0;
+  set_child(pid > 0 ? pid : 0);
   ::sigprocmask(SIG_SETMASK, &original, nullptr);
   errno = error;
   return pid;
@@ -390,7 +222,7 @@ int run_plain(const Route& route, int argc, char** argv, bool verbose) {
     ::execvp(args[0], args.data());
     return cannot_run(args[0], errno);
   }
-  install_signal_handlers();
+  forward_stop_signals();
   pid_t pid = spawn(args, true, -1, -1);
   if (pid < 0) {
     int error = errno;
@@ -437,7 +269,7 @@ int run_through_sccache(const Route& route, int argc, char** argv, bool verbose)
   sigemptyset(&on_child_exit.sa_mask);
   on_child_exit.sa_flags = SA_RESTART | SA_NOCLDSTOP;
   ::sigaction(SIGCHLD, &on_child_exit, nullptr);
-  install_signal_handlers();
+  forward_stop_signals();
 
   pid_t pid = spawn(command(route.tool, argc, argv), false, out_pipe[1], err_pipe[1]);
   ::close(out_pipe[1]);
@@ -503,7 +335,7 @@ int run_through_sccache(const Route& route, int argc, char** argv, bool verbose)
   } else {
     status = wait_for(pid);
   }
-  g_child = 0;
+  set_child(0);
 
   if (WIFSIGNALED(status)) {
     // sccache itself was stopped (the build was interrupted): not a failure of its own.

@@ -98,20 +98,6 @@ const Backend* find_backend(std::string_view name) {
   return nullptr;
 }
 
-std::vector<std::string> split(std::string_view text, char separator) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(separator, start);
-    if (end == std::string_view::npos) {
-      end = text.size();
-    }
-    parts.emplace_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return parts;
-}
-
 /// sccache treats an empty variable as unset (string_from_env_var).
 const std::string* value_of(const Environment& env, std::string_view name) {
   auto it = env.find(std::string(name));

@@ -10,11 +10,11 @@
 #include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <fcntl.h>
@@ -29,11 +29,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compilecache/child_process.h"
 #include "compilecache/endpoint_probe.h"
 #include "compilecache/multilevel.h"
 #include "compilecache/sccache_stats.h"
+#include "compilecache/server_address.h"
 #include "compilecache/session_dir.h"
 #include "compilecache/stats_line.h"
+#include "compilecache/watchdog.h"
+#include "util/cancel.h"
 #include "util/fs.h"
 #include "util/strings.h"
 
@@ -55,10 +59,19 @@ constexpr std::chrono::milliseconds k_poll_interval = 1000ms;
 // sccache's own client gives up on a starting server after 10 s; this only catches a hang.
 constexpr std::chrono::milliseconds k_sccache_timeout = 30000ms;
 constexpr size_t k_error_log_tail_lines = 20;
+// The idle timeout `start` gives the server unless the step set one: how long a server can
+// outlive a watchdog that was itself killed. While the watchdog lives, it keeps the server
+// from idling out during a long link and stops it once the step's shell is gone.
+constexpr int k_idle_timeout_s = 120;
+// sccache's own default, for a SCCACHE_IDLE_TIMEOUT it cannot read.
+constexpr int k_sccache_default_idle_timeout_s = 600;
+// How long a server asked to stop may take to go before the watchdog kills it.
+constexpr std::chrono::milliseconds k_stop_grace = 10000ms;
 
 constexpr const char* k_session_file = "session.json";
 constexpr const char* k_baseline_file = "baseline.json";
 constexpr const char* k_final_file = "final.json";
+constexpr const char* k_ccache_stats_log = "ccache-stats.log";
 
 constexpr const char* k_usage =
     "usage: kiln-cc session <verb> [options]\n"
@@ -68,7 +81,12 @@ constexpr const char* k_usage =
     "  drain  [--timeout-s N] [--stable-polls N]\n"
     "                           wait until the slower levels hold what level 0 wrote\n"
     "  stats                    print this step's [kiln-cc:stats] line\n"
-    "  stop                     print the final stats to stderr and stop the server\n";
+    "  stop                     print the final stats to stderr and stop the server\n"
+    "  run [--budget-ms N] [--timeout-s N] [--stable-polls N] -- CMD [ARGS...]\n"
+    "                           start, run CMD in the session, then drain, stats and stop,\n"
+    "                           whatever CMD does; exits as CMD did\n"
+    "A session ends with the shell that ran start (or with run): a watchdog stops the server\n"
+    "when that process is gone, however it ended.\n";
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -87,25 +105,25 @@ void note(const std::string& message) {
   print(stderr, "kiln-cc: " + message + "\n");
 }
 
-std::string first_line(std::string_view text) {
-  while (!text.empty() && (text.front() == '\n' || text.front() == ' ')) {
-    text.remove_prefix(1);
+/// The lines of `text` that say something.
+std::vector<std::string> said_lines(std::string_view text) {
+  std::vector<std::string> lines;
+  for (const std::string& line : split(text, '\n')) {
+    if (!trim(line).empty()) {
+      lines.emplace_back(trim(line));
+    }
   }
-  return std::string(text.substr(0, text.find('\n')));
+  return lines;
+}
+
+std::string first_line(std::string_view text) {
+  std::vector<std::string> lines = said_lines(text);
+  return lines.empty() ? "" : lines.front();
 }
 
 /// The lines of `text` that say something, joined with " | ": one line for a WARN.
 std::string one_line(std::string_view text) {
-  std::string out;
-  std::istringstream in{std::string(text)};
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) {
-      continue;
-    }
-    out += (out.empty() ? "" : " | ") + line;
-  }
-  return out;
+  return join(said_lines(text), " | ");
 }
 
 // ---- options ----------------------------------------------------------------------------
@@ -236,7 +254,9 @@ std::string read_all(int fd) {
 
 /// Run `program` with exactly `env`. Output goes to memory files rather than pipes: a server
 /// that sccache forks keeps whatever descriptors it inherited until it daemonizes, and a pipe
-/// would then never see its end.
+/// would then never see its end. That is also why this is not kiln_base's run_process: it
+/// reads a pipe to its end and kills the process group the command leaves behind, and it
+/// merges stdout and stderr, which sccache's answers need apart.
 CommandResult run_command(const std::string& program, const std::vector<std::string>& args,
                           const Environment& env, std::chrono::milliseconds timeout) {
   CommandResult result;
@@ -274,9 +294,24 @@ CommandResult run_command(const std::string& program, const std::vector<std::str
   ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   ::posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
   ::posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
+  // sccache, and the server it starts, begin with the signal state of a fresh process: the
+  // watchdog runs this with signals blocked and SIGPIPE ignored.
+  posix_spawnattr_t attr;
+  ::posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int signal : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) {
+    sigaddset(&defaults, signal);
+  }
+  ::posix_spawnattr_setsigmask(&attr, &none);
+  ::posix_spawnattr_setsigdefault(&attr, &defaults);
+  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
+  int rc = ::posix_spawn(&pid, program.c_str(), &actions, &attr, argv.data(), envp.data());
   ::posix_spawn_file_actions_destroy(&actions);
+  ::posix_spawnattr_destroy(&attr);
   if (rc != 0) {
     result.spawn_error = "cannot run " + program + ": " + std::strerror(rc);
   } else {
@@ -324,7 +359,9 @@ struct Session {
   std::string sccache; // empty: none on PATH
   std::string version_text;
   Version version;
-  std::string server = "absent"; // absent (no sccache), failed, running, stopped
+  /// absent (no sccache), failed (it did not start), running, stopped, lost (it stopped
+  /// answering before stop)
+  std::string server = "absent";
   /// The variables `start` printed, in order, the private server address among them: the
   /// other verbs apply them to their own sccache calls too, so a verb run outside the shell
   /// that evaluated them still reaches the right server with the same configuration.
@@ -334,6 +371,11 @@ struct Session {
   std::vector<std::pair<std::string, bool>> levels; // the chain kept, level 0 first; read-only
   bool level0_failures_start_uploads = false;
   std::string error_log;
+  /// Where ccache logs each compile's outcome (CCACHE_STATSLOG), and how many bytes of it were
+  /// there before the step: ccache's hits and misses for this step alone, whoever else shares
+  /// its cache folder.
+  std::string ccache_stats_log;
+  long ccache_stats_offset = 0;
 };
 
 bool save(const Session& session) {
@@ -356,25 +398,19 @@ bool save(const Session& session) {
   doc["levels"] = levels;
   doc["level0_failures_start_uploads"] = session.level0_failures_start_uploads;
   doc["error_log"] = session.error_log;
+  doc["ccache_stats_log"] = session.ccache_stats_log;
+  doc["ccache_stats_offset"] = session.ccache_stats_offset;
   return write_file_atomic(session.dir / k_session_file, doc.dump(2) + "\n").has_value();
 }
 
-/// The session `start` left, from $KILN_CC_SESSION. Throws UsageError: a verb run without a
-/// session is a mistake in the build script, not a cache failure.
-Session load_session(const Environment& env) {
-  auto it = env.find(k_session_env);
-  if (it == env.end() || it->second.empty()) {
-    throw UsageError(std::string(k_session_env) +
-                     " is not set: run eval \"$(kiln-cc session start)\" first, in the same "
-                     "shell");
-  }
+/// The session `start` left in `dir`; nullopt when there is none.
+std::optional<Session> load_session_at(const fs::path& dir) {
   Session session;
-  session.dir = it->second;
+  session.dir = dir;
   auto text = read_file(session.dir / k_session_file);
   auto doc = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
   if (!doc.is_object()) {
-    throw UsageError(std::string(k_session_env) + "=" + it->second +
-                     " is not a kiln-cc session folder (no readable " + k_session_file + ")");
+    return std::nullopt;
   }
   session.sccache = doc.value("sccache", "");
   session.version_text = doc.value("version", "");
@@ -396,7 +432,26 @@ Session load_session(const Environment& env) {
   }
   session.level0_failures_start_uploads = doc.value("level0_failures_start_uploads", false);
   session.error_log = doc.value("error_log", "");
+  session.ccache_stats_log = doc.value("ccache_stats_log", "");
+  session.ccache_stats_offset = doc.value("ccache_stats_offset", 0L);
   return session;
+}
+
+/// The session `start` left, from $KILN_CC_SESSION. Throws UsageError: a verb run without a
+/// session is a mistake in the build script, not a cache failure.
+Session load_session(const Environment& env) {
+  auto it = env.find(k_session_env);
+  if (it == env.end() || it->second.empty()) {
+    throw UsageError(std::string(k_session_env) +
+                     " is not set: run eval \"$(kiln-cc session start)\" first, in the same "
+                     "shell");
+  }
+  auto session = load_session_at(it->second);
+  if (!session) {
+    throw UsageError(std::string(k_session_env) + "=" + it->second +
+                     " is not a kiln-cc session folder (no readable " + k_session_file + ")");
+  }
+  return *session;
 }
 
 /// The environment the session's sccache calls run with.
@@ -418,18 +473,19 @@ std::optional<SccacheStats> parse_stats_file(const fs::path& path) {
   return text ? parse_sccache_stats(*text, error) : std::nullopt;
 }
 
-/// The server's stats now, and their raw JSON; nullopt after a WARN.
-std::optional<std::pair<SccacheStats, std::string>> query_stats(const Session& session) {
+/// The server's stats now, and their raw JSON; nullopt with `failure` saying why.
+std::optional<std::pair<SccacheStats, std::string>> query_stats(const Session& session,
+                                                                std::string& failure) {
   CommandResult r = run_command(session.sccache, {"--show-stats", "--stats-format", "json"},
                                 session_environment(session), k_sccache_timeout);
   if (!r.ok()) {
-    warn("sccache --show-stats failed: " + r.what());
+    failure = "sccache --show-stats failed: " + r.what();
     return std::nullopt;
   }
   std::string error;
   auto stats = parse_sccache_stats(r.out, error);
   if (!stats) {
-    warn("sccache --show-stats printed no stats JSON (" + error + "): " + first_line(r.out));
+    failure = "sccache --show-stats printed no stats JSON (" + error + "): " + first_line(r.out);
     return std::nullopt;
   }
   return std::pair(*stats, r.out);
@@ -621,7 +677,9 @@ std::vector<EnvironmentChange> net_changes(const std::vector<EnvironmentChange>&
   return out;
 }
 
-int run_start(const Options& options) {
+/// Everything `start` does but print the exports: the session folder, the levels kept, the
+/// server. A session without a folder when none could be made.
+Session start_session(const Options& options) {
   const Environment original = environment_of_process();
   Environment env = original;
   Session session;
@@ -632,25 +690,28 @@ int run_start(const Options& options) {
   if (::mkdtemp(dir_template.data()) == nullptr) {
     warn("cannot create a session folder in " + base + ": " + std::strerror(errno) +
          "; compiles run without a kiln-cc session");
-    return 0;
+    return session;
   }
   session.dir = dir_template;
-  std::ofstream(session.dir / k_launch_log).flush();
+  write_file_atomic(session.dir / k_launch_log, "");
   std::vector<EnvironmentChange> changes = {{k_session_env, session.dir.string()}};
+  if (auto log = env.find("CCACHE_STATSLOG"); log != env.end() && !log->second.empty()) {
+    // The step's own log, kept: this step's part of it is what was added after this point.
+    std::error_code ec;
+    auto size = fs::file_size(log->second, ec);
+    session.ccache_stats_log = log->second;
+    session.ccache_stats_offset = ec ? 0 : static_cast<long>(size);
+  } else {
+    session.ccache_stats_log = (session.dir / k_ccache_stats_log).string();
+    changes.push_back({"CCACHE_STATSLOG", session.ccache_stats_log});
+  }
 
   auto finish = [&]() {
     session.changes = net_changes(changes, original);
     if (!save(session)) {
       warn("cannot write " + (session.dir / k_session_file).string());
     }
-    for (const EnvironmentChange& change : session.changes) {
-      if (change.value) {
-        print(stdout, "export " + change.name + "=" + shell_quote(*change.value) + "\n");
-      } else {
-        print(stdout, "unset " + change.name + "\n");
-      }
-    }
-    return 0;
+    return session;
   };
 
   auto path = env.find("PATH");
@@ -692,10 +753,10 @@ int run_start(const Options& options) {
     truncate_error_log(session.error_log);
   }
   if (!env.contains("SCCACHE_IDLE_TIMEOUT")) {
-    // A server that idles out during a long link loses the step's counters, and the next
-    // compile starts a fresh one: stop ends it instead.
-    changes.push_back({"SCCACHE_IDLE_TIMEOUT", "0"});
-    env["SCCACHE_IDLE_TIMEOUT"] = "0";
+    // Bounded, never 0 (no idle timeout): should the watchdog be killed too, the server still
+    // goes. The watchdog keeps it alive through a long link meanwhile.
+    changes.push_back({"SCCACHE_IDLE_TIMEOUT", std::to_string(k_idle_timeout_s)});
+    env["SCCACHE_IDLE_TIMEOUT"] = std::to_string(k_idle_timeout_s);
   }
 
   int address_retries = 0;
@@ -744,8 +805,11 @@ int run_start(const Options& options) {
   if (session.server == "running") {
     // Saved before the baseline so the stats query runs with the session's environment.
     session.changes = net_changes(changes, original);
-    if (auto baseline = query_stats(session)) {
+    std::string failure;
+    if (auto baseline = query_stats(session, failure)) {
       write_file_atomic(session.dir / k_baseline_file, baseline->second);
+    } else {
+      warn(failure);
     }
     note(session.version_text + " serves this step on " + session.address_name + "=" +
          session.address_value);
@@ -753,17 +817,120 @@ int run_start(const Options& options) {
   return finish();
 }
 
-// ---- drain, stats, stop -----------------------------------------------------------------
-
 bool server_running(const Session& session) {
   return session.server == "running" && !session.sccache.empty();
 }
 
-int run_drain(const Options& options) {
-  Session session = load_session(environment_of_process());
+/// Whether the session's server accepts connections: a connect, no sccache process and no
+/// request (so it keeps no idle server alive).
+bool answers(const Session& session) {
+  bool uds = session.address_name == "SCCACHE_SERVER_UDS";
+  return server_answers(sccache_server_address(uds ? session.address_value.c_str() : nullptr,
+                                               uds ? nullptr : session.address_value.c_str()));
+}
+
+/// How often the watchdog sends the server a request, so that it does not idle out while the
+/// step's shell lives: four times per idle timeout. Zero when the server never idles out.
+std::chrono::milliseconds keep_alive_interval(const Environment& env) {
+  long idle_s = k_idle_timeout_s;
+  if (auto it = env.find("SCCACHE_IDLE_TIMEOUT"); it != env.end()) {
+    char* end = nullptr;
+    long value = std::strtol(it->second.c_str(), &end, 10);
+    idle_s = !it->second.empty() && *end == '\0' && value >= 0 ? value
+                                                               : k_sccache_default_idle_timeout_s;
+  }
+  idle_s = std::min(idle_s, 24L * 3600); // a request a few hours apart keeps any server alive
+  return idle_s == 0 ? 0ms : std::max<std::chrono::milliseconds>(1000ms, idle_s * 1000ms / 4);
+}
+
+/// Start a session in a watchdog that stops its sccache server once `owner` has ended. Returns
+/// the session folder, or "" when there is none.
+std::string start_watched(const Options& options, pid_t owner) {
+  Session session; // filled in the watchdog, where the plan's steps run
+  WatchdogPlan plan;
+  plan.start = [&] {
+    session = start_session(options);
+    return session.dir.string();
+  };
+  plan.keep_alive = [&] {
+    if (server_running(session) && answers(session)) {
+      run_command(session.sccache, {"--show-stats", "--stats-format", "json"},
+                  session_environment(session), k_sccache_timeout);
+    }
+  };
+  plan.keep_alive_every = keep_alive_interval(environment_of_process());
+  plan.stop = [&] {
+    if (!session.sccache.empty()) {
+      run_command(session.sccache, {"--stop-server"}, session_environment(session),
+                  k_sccache_timeout);
+    }
+  };
+  plan.stop_grace = k_stop_grace;
+  std::string error;
+  std::string dir = run_watched(owner, plan, error);
+  if (!error.empty()) {
+    warn("no watchdog for this session (" + error +
+         "): should the step end before kiln-cc session stop, its sccache server idles out "
+         "instead");
+  }
+  return dir;
+}
+
+int run_start(const Options& options) {
+  std::string dir = start_watched(options, calling_shell());
+  if (dir.empty()) {
+    return 0;
+  }
+  std::optional<Session> session = load_session_at(dir);
+  if (!session) {
+    warn("the session folder " + dir + " holds no readable " + k_session_file +
+         ": compiles run without a kiln-cc session");
+    return 0;
+  }
+  for (const EnvironmentChange& change : session->changes) {
+    if (change.value) {
+      print(stdout, "export " + change.name + "=" + shell_quote(*change.value) + "\n");
+    } else {
+      print(stdout, "unset " + change.name + "\n");
+    }
+  }
+  return 0;
+}
+
+// ---- drain, stats, stop -----------------------------------------------------------------
+
+/// The running server's stats now, and their raw JSON; nullopt after a WARN. A server that no
+/// longer answers makes the session `lost` (said once, and kept in its folder): its counters
+/// went with it, and no verb asks it again.
+std::optional<std::pair<SccacheStats, std::string>> server_stats(Session& session) {
+  // An sccache before 0.7.7 would start a server of its own to answer --show-stats, one whose
+  // counters would pass for the step's: its address is tried first.
+  const bool starts_servers = session.version < k_show_stats_quiet_since;
+  std::string failure;
+  std::optional<std::pair<SccacheStats, std::string>> stats;
+  if (!starts_servers || answers(session)) {
+    stats = query_stats(session, failure);
+  }
+  if (stats) {
+    return stats;
+  }
+  if (starts_servers || !answers(session)) {
+    session.server = "lost";
+    save(session);
+    warn("the sccache server of this step is gone (nothing answers at " + session.address_name +
+         "=" + session.address_value +
+         "): the compiles since went to ccache or ran uncached, and its counters are lost");
+  } else {
+    warn(failure);
+  }
+  return std::nullopt;
+}
+
+/// Wait for the slower levels (see the usage). `cancel` cuts the wait short.
+void drain(Session& session, const Options& options, const CancelToken& cancel) {
   if (!server_running(session)) {
     note("drain: no sccache server is running in this session: nothing to drain");
-    return 0;
+    return;
   }
   const SccacheStats baseline = baseline_of(session);
   auto read_only = [&](size_t i) { return i < session.levels.size() && session.levels[i].second; };
@@ -772,10 +939,10 @@ int run_drain(const Options& options) {
   std::optional<std::vector<long>> last_counters;
   int still_polls = 0;
   while (true) {
-    auto stats = query_stats(session);
+    auto stats = server_stats(session);
     if (!stats) {
       note("drain: stopped waiting, the uploads left are unknown");
-      return 0;
+      return;
     }
     SccacheStats since = stats_since(stats->first, baseline);
     std::vector<UploadBacklog> backlog =
@@ -784,7 +951,7 @@ int run_drain(const Options& options) {
     if (backlog.empty()) {
       note(since.levels.size() < 2 ? "drain: no slower cache level: nothing to drain"
                                    : "drain: no slower cache level takes writes: nothing to drain");
-      return 0;
+      return;
     }
     long left = 0;
     for (const UploadBacklog& level : backlog) {
@@ -793,7 +960,7 @@ int run_drain(const Options& options) {
     if (left == 0) {
       note("drain: every upload done after " + std::to_string(waited.count()) + " s (" +
            describe_backlog(backlog) + ")");
-      return 0;
+      return;
     }
     std::vector<long> counters;
     for (const LevelCounters& level : since.levels) {
@@ -807,51 +974,81 @@ int run_drain(const Options& options) {
     if (still_polls >= options.stable_polls) {
       warn("drain: the counters stopped moving for " + std::to_string(still_polls) +
            " polls after " + std::to_string(waited.count()) + " s: " + report);
-      return 0;
+      return;
     }
     auto now = Clock::now();
     if (now >= deadline) {
       warn("drain: gave up after " + std::to_string(waited.count()) + " s: " + report);
-      return 0;
+      return;
     }
     // The last poll lands on the deadline, so a drain that finishes just then counts.
-    std::this_thread::sleep_for(std::min<Clock::duration>(k_poll_interval, deadline - now));
+    if (!cancel.sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::min<Clock::duration>(k_poll_interval, deadline - now)))) {
+      warn("drain: interrupted after " + std::to_string(waited.count()) + " s: " + report);
+      return;
+    }
   }
 }
 
+/// Which way the compiles kiln-cc launched went, from the launch log (session_dir.h).
 struct LaunchCounts {
+  long sccache = 0;
   long ccache = 0;
+  long direct = 0; // the bare compiler, bypasses included
   long bypasses = 0;
 };
 
 LaunchCounts count_launches(const fs::path& file) {
   LaunchCounts counts;
-  std::ifstream in(file);
-  std::string cache;
-  std::string outcome;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    if (!(fields >> cache >> outcome)) {
+  for (const std::string& line : split(read_file(file).value_or(""), '\n')) {
+    std::vector<std::string> fields = split(line, ' ');
+    if (fields.size() != 2) {
       continue;
     }
+    const std::string& cache = fields[0];
+    bool bypass = fields[1] == "bypass";
+    counts.sccache += cache == "sccache" && !bypass ? 1 : 0;
     counts.ccache += cache == "ccache" ? 1 : 0;
-    counts.bypasses += outcome == "bypass" ? 1 : 0;
+    counts.direct += cache == "direct" || bypass ? 1 : 0;
+    counts.bypasses += bypass ? 1 : 0;
   }
   return counts;
 }
 
-int run_stats() {
-  Session session = load_session(environment_of_process());
+/// ccache's hits and misses in its stats log after `offset`: one "# <input>" line per
+/// compile, then one line per counter it raised (ccache's StatsLog; the names are its
+/// statistics' ids, as `ccache --print-stats` prints them).
+std::pair<long, long> ccache_hits_and_misses(const std::string& log, long offset) {
+  // A stream from the offset, not read_file: a log the step set itself may hold months of
+  // other builds before this step's lines.
+  std::ifstream in(log, std::ios::binary);
+  if (!in || !in.seekg(offset)) {
+    return {0, 0};
+  }
+  long hits = 0;
+  long misses = 0;
+  for (std::string line; std::getline(in, line);) {
+    hits += line == "direct_cache_hit" || line == "preprocessed_cache_hit" ? 1 : 0;
+    misses += line == "cache_miss" ? 1 : 0;
+  }
+  return {hits, misses};
+}
+
+/// This step's numbers since `start`, as the stats line carries them.
+CompileStats step_stats(Session& session) {
+  CompileStats line;
   std::optional<SccacheStats> now;
   if (server_running(session)) {
-    if (auto stats = query_stats(session)) {
+    if (auto stats = server_stats(session)) {
       now = stats->first;
     }
   } else if (session.server == "stopped") {
     now = parse_stats_file(session.dir / k_final_file);
   }
-  CompileStats line;
+  line.sccache = session.server == "running" || session.server == "stopped" ? SccacheServer::up
+                 : session.server == "lost"                                 ? SccacheServer::lost
+                 : session.server == "failed"                               ? SccacheServer::failed
+                                                                            : SccacheServer::absent;
   if (now) {
     SccacheStats since = stats_since(*now, baseline_of(session));
     line.compile_requests = since.compile_requests;
@@ -864,8 +1061,16 @@ int run_stats() {
   // requests is there to catch the ones that never reached a cache.
   line.compile_requests += launches.ccache;
   line.bypasses = launches.bypasses;
-  print(stdout, format_stats_line(line) + "\n");
-  return 0;
+  line.via_sccache = launches.sccache;
+  line.via_ccache = launches.ccache;
+  line.via_direct = launches.direct;
+  if (!session.ccache_stats_log.empty()) {
+    std::tie(line.ccache_hits, line.ccache_misses) =
+        ccache_hits_and_misses(session.ccache_stats_log, session.ccache_stats_offset);
+  }
+  line.hits += line.ccache_hits;
+  line.misses += line.ccache_misses;
+  return line;
 }
 
 void print_error_log_tail(const std::string& path) {
@@ -879,11 +1084,9 @@ void print_error_log_tail(const std::string& path) {
   std::streamoff from = std::max<std::streamoff>(0, size - 65536);
   in.seekg(from);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::string> lines;
-  std::istringstream split(text);
-  std::string line;
-  while (std::getline(split, line)) {
-    lines.push_back(line);
+  std::vector<std::string> lines = split(text, '\n');
+  if (!lines.empty() && lines.back().empty()) {
+    lines.pop_back(); // after the last newline
   }
   if (from > 0 && !lines.empty()) {
     lines.erase(lines.begin()); // cut mid-line
@@ -899,15 +1102,21 @@ void print_error_log_tail(const std::string& path) {
   }
 }
 
-int run_stop() {
-  Session session = load_session(environment_of_process());
+/// Save the final stats, stop the server and print its error log's tail (see the usage).
+void stop(Session& session) {
   if (!server_running(session)) {
-    note("stop: " + std::string(session.server == "stopped"
-                                    ? "the sccache server of this session is stopped already"
+    note("stop: " + std::string(session.server == "stopped" ? "the sccache server of this "
+                                                              "session is stopped already"
+                                : session.server == "lost"
+                                    ? "the sccache server of this session is gone already"
                                     : "no sccache server was started in this session"));
-    return 0;
+    return;
   }
-  if (auto stats = query_stats(session)) {
+  auto stats = server_stats(session);
+  if (session.server == "lost") {
+    return; // nothing left to stop
+  }
+  if (stats) {
     write_file_atomic(session.dir / k_final_file, stats->second);
     SccacheStats since = stats_since(stats->first, baseline_of(session));
     print(stderr, "kiln-cc: sccache stats for this step (" + session.version_text + "):\n" +
@@ -937,7 +1146,108 @@ int run_stop() {
   if (!session.error_log.empty()) {
     print_error_log_tail(session.error_log);
   }
-  return 0;
+}
+
+// ---- run ------------------------------------------------------------------------------------
+
+CancelToken* g_interrupted = nullptr;
+
+void note_interrupt(int) {
+  if (g_interrupted != nullptr) {
+    g_interrupted->cancel();
+  }
+}
+
+/// `command` with the session's environment, kiln-cc standing in for it (child_process.h).
+/// Returns its wait status, or nullopt with errno set when it could not start. Not kiln_base's
+/// run_process: the command keeps the step's terminal, streams and process group, as if the
+/// shell had run it.
+std::optional<int> run_in_session(const std::vector<std::string>& command, const Environment& env) {
+  std::vector<std::string> env_strings;
+  for (const auto& [name, value] : env) {
+    env_strings.push_back(name + "=" + value);
+  }
+  std::vector<char*> envp;
+  for (std::string& entry : env_strings) {
+    envp.push_back(entry.data());
+  }
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_strings = command;
+  std::vector<char*> argv;
+  for (std::string& arg : argv_strings) {
+    argv.push_back(arg.data());
+  }
+  argv.push_back(nullptr);
+  // posix_spawnp looks the command up on the PATH of kiln-cc, not of envp: the session
+  // changes no PATH, so the two agree.
+  sigset_t blocked;
+  sigset_t original;
+  sigemptyset(&blocked);
+  for (int signal : k_forwarded_signals) {
+    sigaddset(&blocked, signal);
+  }
+  ::sigprocmask(SIG_BLOCK, &blocked, &original);
+  posix_spawnattr_t attr;
+  ::posix_spawnattr_init(&attr);
+  ::posix_spawnattr_setsigmask(&attr, &original);
+  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  pid_t pid = 0;
+  int rc = ::posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), envp.data());
+  ::posix_spawnattr_destroy(&attr);
+  set_child(rc == 0 ? pid : 0);
+  ::sigprocmask(SIG_SETMASK, &original, nullptr);
+  if (rc != 0) {
+    errno = rc;
+    return std::nullopt;
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  set_child(0);
+  return status;
+}
+
+/// `run`: the whole compile step in one session that ends whatever the command does.
+int run_with_session(const Options& options, const std::vector<std::string>& command) {
+  // The watchdog watches this process: should run die, even of SIGKILL, and even before the
+  // command starts, the server still stops.
+  std::string dir = start_watched(options, ::getpid());
+  static CancelToken interrupted;
+  g_interrupted = &interrupted;
+  forward_stop_signals(note_interrupt);
+  std::optional<Session> session = dir.empty() ? std::nullopt : load_session_at(dir);
+  if (!dir.empty() && !session) {
+    warn("the session folder " + dir + " holds no readable " + k_session_file +
+         ": the command runs without a kiln-cc session");
+  }
+  Environment env = environment_of_process();
+  if (session) {
+    apply_changes(env, session->changes);
+  }
+  std::optional<int> status = run_in_session(command, env);
+  int start_error = status ? 0 : errno;
+  if (!status) {
+    print(stderr,
+          "kiln-cc: cannot run " + command.front() + ": " + std::strerror(start_error) + "\n");
+  }
+  if (session) {
+    if (interrupted.cancelled()) {
+      note("interrupted: not waiting for uploads to slower levels; a later build uploads them "
+           "again");
+    } else {
+      drain(*session, options, interrupted);
+    }
+    print(stdout, format_stats_line(step_stats(*session)) + "\n");
+    std::fflush(stdout);
+    stop(*session);
+    // Nothing reads the folder once the command is over, and it would stay in the image.
+    std::error_code ignored;
+    fs::remove_all(session->dir, ignored);
+  }
+  if (!status) {
+    return cannot_start_exit_code(start_error);
+  }
+  return exit_code_of(*status);
 }
 
 } // namespace
@@ -961,20 +1271,38 @@ int run_session(int argc, char** argv) {
       return run_start(parse_options(verb, rest, {"--budget-ms"}));
     }
     if (verb == "drain") {
-      return run_drain(parse_options(verb, rest, {"--timeout-s", "--stable-polls"}));
+      Options options = parse_options(verb, rest, {"--timeout-s", "--stable-polls"});
+      Session session = load_session(environment_of_process());
+      CancelToken never;
+      drain(session, options, never);
+      return 0;
     }
     if (verb == "stats") {
       parse_options(verb, rest, {});
-      return run_stats();
+      Session session = load_session(environment_of_process());
+      print(stdout, format_stats_line(step_stats(session)) + "\n");
+      return 0;
     }
     if (verb == "stop") {
       parse_options(verb, rest, {});
-      return run_stop();
+      Session session = load_session(environment_of_process());
+      stop(session);
+      return 0;
+    }
+    if (verb == "run") {
+      auto dashes = std::find(rest.begin(), rest.end(), "--");
+      if (dashes == rest.end() || dashes + 1 == rest.end()) {
+        throw UsageError("'run' needs the command after --: kiln-cc session run -- CMD [ARGS...]");
+      }
+      Options options = parse_options(verb, std::vector<std::string>(rest.begin(), dashes),
+                                      {"--budget-ms", "--timeout-s", "--stable-polls"});
+      return run_with_session(options, std::vector<std::string>(dashes + 1, rest.end()));
     }
     throw UsageError("unknown verb '" + verb + "'");
   } catch (const UsageError& error) {
     print(stderr, std::string("kiln-cc session: ") + error.what() +
-                      " (verbs: probe, start, drain, stats, stop; see kiln-cc session --help)\n");
+                      " (verbs: probe, start, drain, stats, stop, run; see kiln-cc session "
+                      "--help)\n");
     return k_usage_exit;
   }
 }

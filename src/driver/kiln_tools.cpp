@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include "util/fs.h"
+
 namespace kiln {
 
 namespace fs = std::filesystem;
@@ -27,22 +29,29 @@ tl::expected<void, std::string> refresh_kiln_tools(const fs::path& records) {
   if (source.empty()) {
     return {};
   }
-  fs::path target = kiln_tools_dir(records) / "kiln-cc";
-  std::error_code ec;
-  // Size and modification time tell a rebuilt kiln-cc apart without reading either file.
-  if (fs::is_regular_file(target, ec) && fs::file_size(target, ec) == fs::file_size(source, ec) &&
-      fs::last_write_time(target, ec) == fs::last_write_time(source, ec) && !ec) {
+  return install_tool(source, kiln_tools_dir(records));
+}
+
+tl::expected<void, std::string> install_tool(const fs::path& source, const fs::path& tools_dir) {
+  fs::path target = tools_dir / source.filename();
+  auto program = read_file(source);
+  if (!program) {
+    return tl::unexpected("cannot copy " + source.string() + " to " + tools_dir.string() + ": " +
+                          program.error());
+  }
+  // By content, not size and time: a relink of the same bytes must leave the copy (and so every
+  // stage's build context) untouched, and a different program of the same size and time must
+  // not be missed. The program is a megabyte or two; comparing it costs nothing next to a build.
+  if (auto copy = read_file(target); copy && *copy == *program) {
     return {};
   }
-  fs::create_directories(target.parent_path(), ec);
+  std::error_code ec;
+  fs::create_directories(tools_dir, ec);
   fs::path tmp = target;
   tmp += ".tmp" + std::to_string(::getpid());
   fs::copy_file(source, tmp, fs::copy_options::overwrite_existing, ec);
   if (!ec) {
-    fs::last_write_time(tmp, fs::last_write_time(source, ec), ec);
-  }
-  if (!ec) {
-    // A rename, so a concurrent run never binds a half-copied binary.
+    // A rename, so a concurrent run never binds a half-copied program.
     fs::rename(tmp, target, ec);
   }
   if (ec) {

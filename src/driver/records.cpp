@@ -30,12 +30,20 @@ Json compile_json(const std::optional<CompileReport>& c) {
   if (!c) {
     return nullptr;
   }
-  return {{"compile_requests", c->totals.compile_requests},
-          {"hits", c->totals.hits},
-          {"misses", c->totals.misses},
-          {"errors", c->totals.errors},
-          {"bypasses", c->totals.bypasses},
-          {"reports", c->reports}};
+  const cc::CompileStats& t = c->totals;
+  return {
+      {"compile_requests", t.compile_requests},
+      {"hits", t.hits},
+      {"misses", t.misses},
+      {"errors", t.errors},
+      {"bypasses", t.bypasses},
+      {"served", {{"sccache", t.via_sccache}, {"ccache", t.via_ccache}, {"direct", t.via_direct}}},
+      {"ccache_hits", t.ccache_hits},
+      {"ccache_misses", t.ccache_misses},
+      {"sccache_lost_steps", c->sccache_lost},
+      {"sccache_failed_steps", c->sccache_failed},
+      {"sccache_absent_steps", c->sccache_absent},
+      {"reports", c->reports}};
 }
 
 Json attempt_json(const AttemptRecord& a) {
@@ -113,12 +121,11 @@ Json stage_json(const StageRecord& s) {
 } // namespace
 
 void CompileReport::add(const cc::CompileStats& stats) {
-  totals.compile_requests += stats.compile_requests;
-  totals.hits += stats.hits;
-  totals.misses += stats.misses;
-  totals.errors += stats.errors;
-  totals.bypasses += stats.bypasses;
+  totals += stats;
   ++reports;
+  sccache_lost += stats.sccache == cc::SccacheServer::lost ? 1 : 0;
+  sccache_failed += stats.sccache == cc::SccacheServer::failed ? 1 : 0;
+  sccache_absent += stats.sccache == cc::SccacheServer::absent ? 1 : 0;
 }
 
 StageRecord* RunRecord::find_stage(const std::string& name) {

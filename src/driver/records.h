@@ -19,8 +19,11 @@ constexpr int k_manifest_schema = 4;
 
 /// What the kiln-cc steps of one attempt reported, summed over the steps that reported.
 struct CompileReport {
-  cc::CompileStats totals;
-  int reports = 0; // how many `[kiln-cc:stats]` lines were seen
+  cc::CompileStats totals; // its `sccache` state unused: the steps' states are counted below
+  int reports = 0;         // how many `[kiln-cc:stats]` lines were seen
+  int sccache_lost = 0;    // steps whose sccache server was gone before they reported
+  int sccache_failed = 0;  // steps whose sccache server did not start
+  int sccache_absent = 0;  // steps with no sccache at all
 
   void add(const cc::CompileStats& stats);
 };

@@ -15,6 +15,7 @@
 #include "driver/attempt.h"
 #include "driver/attempt_runner.h"
 #include "driver/build_request.h"
+#include "driver/compile_fallback.h"
 #include "driver/compile_floor.h"
 #include "driver/image_gates.h"
 #include "driver/kiln_tools.h"
@@ -636,6 +637,11 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
       return StageEnd::interrupted;
     }
     a.compile = outcome.compile;
+    if (auto fell_back = a.compile ? compile_fallback_warning(*a.compile) : std::nullopt) {
+      m_folder.log(fmt::format("stage {}: attempt {}/{} warning: {}", stage.name, n,
+                               stage.attempts, *fell_back));
+      m_console.note(fmt::format("warning: stage {}: {}", stage.name, *fell_back));
+    }
     if (outcome.exit.ok()) {
       a.verdict = "ok";
       record.image_id = m_engine.built_image(request, outcome.progress);

@@ -1,25 +1,32 @@
 // `kiln-cc session` as a build step's shell runs it: eval "$(kiln-cc session start)", the
-// compiles, then drain, stats and stop. Levels and the drain run against the fake sccache of
-// tests/fixtures/fake-sccache, which prints the current upstream stats schema; the server
-// address, the stats and stop run against Debian's real sccache 0.4 too. Every listener is on
-// loopback, and every test stops the servers it started.
+// compiles, then drain, stats and stop; or all of it in `kiln-cc session run -- CMD`. Levels and
+// the drain run against the fake sccache of tests/fixtures/fake-sccache, which prints the current
+// upstream stats schema; the server address, the stats, stop, run and the session's lifetime
+// run against Debian's real sccache 0.4 (and ccache) too, the lifetime and the fallback warning
+// also inside a real buildah build. Every listener is on loopback; whatever a test leaves running
+// in its step's name is killed when it ends.
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "compilecache/stats_line.h"
+#include "kiln_harness.h"
 #include "util/process.h"
 #include "util/strings.h"
 
@@ -103,6 +110,53 @@ bool accepts_connections(int port) {
   return ok;
 }
 
+/// The processes on this host whose environment holds `entry` ("NAME=value"), as "pid
+/// program" strings; `program` (a file name) narrows them to that program. Read from /proc:
+/// a daemonised sccache has left every process group and session the test knows of.
+std::vector<std::string> processes_carrying(const std::string& entry,
+                                            const std::string& program = "") {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& proc : fs::directory_iterator("/proc", ec)) {
+    std::string pid = proc.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    std::ifstream in(proc.path() / "environ", std::ios::binary);
+    std::string environment((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (("\0" + environment).find("\0" + entry + '\0') == std::string::npos) {
+      continue;
+    }
+    std::string exe = fs::read_symlink(proc.path() / "exe", ec).filename().string();
+    if (program.empty() || exe == program) {
+      found.push_back(pid + " " + exe);
+    }
+  }
+  return found;
+}
+
+/// What still carries `entry` once up to a minute has passed: a generous bound, polled, so a
+/// slow host passes and only a process that never ends fails.
+std::vector<std::string> left_after_waiting(const std::string& entry,
+                                            const std::string& program = "") {
+  const auto deadline = Clock::now() + 60s;
+  std::vector<std::string> left = processes_carrying(entry, program);
+  while (!left.empty() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(100ms);
+    left = processes_carrying(entry, program);
+  }
+  return left;
+}
+
+/// Wait (bounded) until `path` exists.
+bool appears(const fs::path& path) {
+  const auto deadline = Clock::now() + 60s;
+  while (!fs::exists(path) && Clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  return fs::exists(path);
+}
+
 /// One build step's world: a scratch folder with a TMPDIR (its name has a quote in it, which
 /// the printed exports must survive), sccache caches, and the fake's state.
 class Step {
@@ -119,8 +173,9 @@ public:
     }
   }
   ~Step() {
-    for (const std::string& stop : m_cleanups) {
-      run(stop);
+    // Whatever a test left running in this step's name (its TMPDIR is unique) goes with it.
+    for (const std::string& left : processes_carrying(tmpdir_entry())) {
+      ::kill(std::stoi(left), SIGKILL);
     }
     fs::remove_all(m_dir);
   }
@@ -130,6 +185,8 @@ public:
   fs::path dir() const { return m_dir; }
   fs::path tmpdir() const { return m_dir / "it's tmp"; }
   fs::path state() const { return m_dir / "state"; }
+  /// The environment entry every process of this step carries, and nothing else does.
+  std::string tmpdir_entry() const { return "TMPDIR=" + tmpdir().string(); }
 
   void write(const fs::path& path, const std::string& content) const {
     std::ofstream(path) << content;
@@ -151,6 +208,38 @@ public:
   /// Run `script` in sh with the step's environment: no SCCACHE_* variable from outside, the
   /// fake (if any) first on PATH, and `env` (NAME=value lines, exported) on top.
   Ran run(const std::string& script, const std::string& env = "") const {
+    auto start = Clock::now();
+    std::string merged;
+    ProcessExit exit = run_process({{"sh", "-c", whole_script(script, env)}, {}, {}},
+                                   [&](std::string_view c) { merged += c; });
+    Ran ran;
+    ran.took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    ran.exit_code = exit.status_code();
+    ran.out = read_text(m_dir / "out.txt");
+    ran.err = read_text(m_dir / "err.txt") + merged;
+    return ran;
+  }
+
+  /// `script` as run() runs it, started in a process group of its own and not waited for, as
+  /// a build step's shell that a test then interrupts or kills. Returns its pid (= its group).
+  pid_t spawn(const std::string& script, const std::string& env = "") const {
+    std::string whole = whole_script(script, env);
+    std::vector<char*> argv = {const_cast<char*>("sh"), const_cast<char*>("-c"), whole.data(),
+                               nullptr};
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    pid_t pid = -1;
+    EXPECT_EQ(::posix_spawnp(&pid, "sh", nullptr, &attr, argv.data(), environ), 0);
+    posix_spawnattr_destroy(&attr);
+    return pid;
+  }
+
+  /// What a spawned script printed, once it has ended.
+  Ran output() const { return {0, read_text(m_dir / "out.txt"), read_text(m_dir / "err.txt")}; }
+
+  std::string whole_script(const std::string& script, const std::string& env) const {
     std::string prologue = "for v in $(env | sed -n 's/^\\(SCCACHE_[A-Z0-9_]*\\)=.*/\\1/p'); do "
                            "unset \"$v\"; done\n"
                            "unset KILN_CC_SESSION\n"
@@ -170,28 +259,12 @@ public:
     }
     fs::path out = m_dir / "out.txt";
     fs::path err = m_dir / "err.txt";
-    std::string whole = prologue + "{\n" + script + "\n} >" + quoted(out.string()) + " 2>" +
-                        quoted(err.string()) + "\n";
-    auto start = Clock::now();
-    std::string merged;
-    ProcessExit exit =
-        run_process({{"sh", "-c", whole}, {}, {}}, [&](std::string_view c) { merged += c; });
-    Ran ran;
-    ran.took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
-    ran.exit_code = exit.status_code();
-    ran.out = read_text(out);
-    ran.err = read_text(err) + merged;
-    return ran;
-  }
-
-  /// Stop whatever sccache server answers on this port when the test ends.
-  void stop_at_end(const std::string& address_assignment) {
-    m_cleanups.push_back("export " + address_assignment + "; sccache --stop-server");
+    return prologue + "{\n" + script + "\n} >" + quoted(out.string()) + " 2>" +
+           quoted(err.string()) + "\n";
   }
 
 private:
   fs::path m_dir;
-  std::vector<std::string> m_cleanups;
 };
 
 /// The session folder a start printed.
@@ -249,10 +322,13 @@ TEST(KilnCcSession, StartDropsAnUnreachableLevelAndServesTheStepOnAPrivateSocket
   EXPECT_EQ(session.parent_path(), step.tmpdir());
   EXPECT_EQ(ran.out, "export KILN_CC_SESSION=" + quoted(session.string()) +
                          "\n"
+                         "export CCACHE_STATSLOG=" +
+                         quoted((session / "ccache-stats.log").string()) +
+                         "\n"
                          "export SCCACHE_MULTILEVEL_CHAIN=disk,webdav\n"
                          "unset SCCACHE_BUCKET\n"
                          "unset SCCACHE_ENDPOINT\n"
-                         "export SCCACHE_IDLE_TIMEOUT=0\n"
+                         "export SCCACHE_IDLE_TIMEOUT=120\n"
                          "export SCCACHE_SERVER_UDS=" +
                          quoted((session / "sccache-0.sock").string()) + "\n");
   EXPECT_EQ(count(ran.err, "WARN"), 1u) << ran.err;
@@ -264,7 +340,7 @@ TEST(KilnCcSession, StartDropsAnUnreachableLevelAndServesTheStepOnAPrivateSocket
   auto starts = step.fake_calls("--start-server");
   ASSERT_EQ(starts.size(), 1u);
   EXPECT_NE(starts[0].find("uds=" + (session / "sccache-0.sock").string() +
-                           " port= chain=disk,webdav idle=0 "),
+                           " port= chain=disk,webdav idle=120 "),
             std::string::npos)
       << starts[0];
   EXPECT_EQ(starts[0].find("SCCACHE_BUCKET"), std::string::npos) << starts[0];
@@ -603,47 +679,51 @@ int exported_port(const std::string& exports) {
 
 constexpr const char* k_hello = "printf 'int main(void) { return 0; }\\n' >hello.c\n";
 
+/// Start a session in the shell that runs the rest of `script`, printing the exports first.
+std::string in_session(const std::string& script) {
+  return "exports=$($K session start)\nprintf '%s\\n' \"$exports\"\neval \"$exports\"\n" + script;
+}
+
 TEST(KilnCcSessionRealSccache, ServesTheStepOnAPrivatePortAndReportsItsNumbers) {
   if (!fs::exists("/usr/bin/sccache")) {
     GTEST_SKIP() << "no sccache installed";
   }
   Step step(false);
-  Ran start = step.run("cd " + quoted(step.dir().string()) + "\n$K session start");
-  ASSERT_EQ(start.exit_code, 0) << start.err;
-  int port = exported_port(start.out);
-  step.stop_at_end("SCCACHE_SERVER_PORT=" + std::to_string(port));
+  Ran ran = step.run("cd " + quoted(step.dir().string()) + "\n" + k_hello +
+                     in_session("sccache cc -c hello.c -o hello.o\n"
+                                "sccache cc -c hello.c -o hello.o\n"
+                                "echo 'sccache bypass' >>\"$KILN_CC_SESSION/launches\"\n"
+                                "$K session stats\n"
+                                "$K session stop\n"
+                                "$K session stats\n"));
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  int port = exported_port(ran.out);
   EXPECT_NE(port, 4226) << "the fixed default port is shared by every step on the host";
-  EXPECT_LT(start.took, 10s) << "the server must not hold the exports' pipe open";
-  EXPECT_TRUE(accepts_connections(port));
-  EXPECT_NE(start.err.find("kiln-cc: sccache 0.4.0-pre.6 serves this step on "
-                           "SCCACHE_SERVER_PORT=" +
-                           std::to_string(port)),
+  EXPECT_NE(ran.err.find("kiln-cc: sccache 0.4.0-pre.6 serves this step on "
+                         "SCCACHE_SERVER_PORT=" +
+                         std::to_string(port)),
             std::string::npos)
-      << start.err;
-
-  std::string session = start.out;
-  Ran step_run = step.run(session + "cd " + quoted(step.dir().string()) + "\n" + k_hello +
-                          "sccache cc -c hello.c -o hello.o\n"
-                          "sccache cc -c hello.c -o hello.o\n"
-                          "echo 'sccache bypass' >>\"$KILN_CC_SESSION/launches\"\n"
-                          "$K session stats\n"
-                          "$K session stop\n"
-                          "$K session stats\n");
-  ASSERT_EQ(step_run.exit_code, 0) << step_run.err;
-  auto lines = lines_of(step_run.out);
-  ASSERT_EQ(lines.size(), 2u) << step_run.out;
+      << ran.err;
+  std::vector<std::string> stats;
+  for (const std::string& line : lines_of(ran.out)) {
+    if (line.starts_with(cc::k_stats_prefix)) {
+      stats.push_back(line);
+    }
+  }
+  ASSERT_EQ(stats.size(), 2u) << ran.out;
   std::string expected =
       "[kiln-cc:stats] {\"compile_requests\":2,\"hits\":1,\"misses\":1,\"errors\":0,"
-      "\"bypasses\":1}";
-  EXPECT_EQ(lines[0], expected);
-  EXPECT_EQ(lines[1], expected) << "after stop, the numbers stop recorded";
-  EXPECT_NE(step_run.err.find("kiln-cc: sccache stats for this step (sccache 0.4.0-pre.6):\n"
-                              "  cache errors                0\n"),
+      "\"bypasses\":1,\"sccache\":\"up\",\"served\":{\"sccache\":0,\"ccache\":0,\"direct\":1},"
+      "\"ccache_hits\":0,\"ccache_misses\":0}";
+  EXPECT_EQ(stats[0], expected);
+  EXPECT_EQ(stats[1], expected) << "after stop, the numbers stop recorded";
+  EXPECT_NE(ran.err.find("kiln-cc: sccache stats for this step (sccache 0.4.0-pre.6):\n"
+                         "  cache errors                0\n"),
             std::string::npos)
-      << step_run.err;
-  EXPECT_NE(step_run.err.find("  compile requests            2\n"), std::string::npos)
-      << step_run.err;
+      << ran.err;
+  EXPECT_NE(ran.err.find("  compile requests            2\n"), std::string::npos) << ran.err;
   EXPECT_FALSE(accepts_connections(port)) << "stop leaves no server behind";
+  EXPECT_EQ(left_after_waiting(step.tmpdir_entry()), std::vector<std::string>{});
 }
 
 TEST(KilnCcSessionRealSccache, ConcurrentStepsNeverShareAServer) {
@@ -652,22 +732,29 @@ TEST(KilnCcSessionRealSccache, ConcurrentStepsNeverShareAServer) {
   }
   Step a(false);
   Step b(false);
-  Ran start_a = a.run("$K session start");
-  Ran start_b = b.run("$K session start");
-  ASSERT_EQ(start_a.exit_code, 0) << start_a.err;
-  ASSERT_EQ(start_b.exit_code, 0) << start_b.err;
-  int port_a = exported_port(start_a.out);
-  int port_b = exported_port(start_b.out);
-  a.stop_at_end("SCCACHE_SERVER_PORT=" + std::to_string(port_a));
-  b.stop_at_end("SCCACHE_SERVER_PORT=" + std::to_string(port_b));
-  EXPECT_NE(port_a, port_b);
-  Ran compiled = a.run(start_a.out + "cd " + quoted(a.dir().string()) + "\n" + k_hello +
-                       "sccache cc -c hello.c -o hello.o\n$K session stats\n$K session stop");
-  Ran idle = b.run(start_b.out + "$K session stats\n$K session stop");
-  ASSERT_EQ(compiled.exit_code, 0) << compiled.err;
-  ASSERT_EQ(idle.exit_code, 0) << idle.err;
-  EXPECT_EQ(stats_line(compiled.out).compile_requests, 1);
-  EXPECT_EQ(stats_line(idle.out).compile_requests, 0) << "b's server never saw a's compile";
+  // Both sessions are up before either compiles: a shares the host with b's server.
+  auto step_script = [](const Step& self, const Step& other, const std::string& work) {
+    return "cd " + quoted(self.dir().string()) + "\n" + k_hello +
+           in_session("touch started\nwhile [ ! -e " + quoted((other.dir() / "started").string()) +
+                      " ]; do sleep 0.05; done\n" + work + "$K session stats\n$K session stop\n");
+  };
+  pid_t shell_a = a.spawn(step_script(a, b, "sccache cc -c hello.c -o hello.o\n"));
+  pid_t shell_b = b.spawn(step_script(b, a, ""));
+  int status_a = 0;
+  int status_b = 0;
+  ::waitpid(shell_a, &status_a, 0);
+  ::waitpid(shell_b, &status_b, 0);
+  Ran compiled = a.output();
+  Ran idle = b.output();
+  ASSERT_EQ(status_a, 0) << compiled.err;
+  ASSERT_EQ(status_b, 0) << idle.err;
+  EXPECT_NE(exported_port(compiled.out), exported_port(idle.out));
+  auto last_stats = [](const std::string& out) {
+    auto lines = lines_of(out);
+    return cc::parse_stats_line(lines.empty() ? "" : lines.back()).value_or(cc::CompileStats{});
+  };
+  EXPECT_EQ(last_stats(compiled.out).compile_requests, 1);
+  EXPECT_EQ(last_stats(idle.out).compile_requests, 0) << "b's server never saw a's compile";
 }
 
 TEST(KilnCcSessionRealSccache, ALevelItWasBuiltWithoutIsDroppedAndTheServerStarts) {
@@ -678,10 +765,12 @@ TEST(KilnCcSessionRealSccache, ALevelItWasBuiltWithoutIsDroppedAndTheServerStart
   // no level, so the slowest remote level goes.
   Step step(false);
   Port s3(true);
-  Ran ran = step.run("$K session start", "SCCACHE_BUCKET=kiln\nSCCACHE_ENDPOINT=" + s3.url());
+  Ran ran = step.run("cd " + quoted(step.dir().string()) + "\n" + k_hello +
+                         in_session("$K cc -c hello.c -o hello.o\n$K session stats\n"
+                                    "$K session stop\n"),
+                     "SCCACHE_BUCKET=kiln\nSCCACHE_ENDPOINT=" + s3.url());
   ASSERT_EQ(ran.exit_code, 0) << ran.err;
   int port = exported_port(ran.out);
-  step.stop_at_end("SCCACHE_SERVER_PORT=" + std::to_string(port));
   EXPECT_NE(ran.err.find("WARN: sccache would not start with level s3 (sccache: Starting the "
                          "server... | sccache: error: Server startup failed: cache type is not "
                          "enabled (exit 2)); dropped it"),
@@ -689,10 +778,337 @@ TEST(KilnCcSessionRealSccache, ALevelItWasBuiltWithoutIsDroppedAndTheServerStart
       << ran.err;
   EXPECT_NE(ran.out.find("unset SCCACHE_BUCKET\nunset SCCACHE_ENDPOINT\n"), std::string::npos)
       << ran.out;
-  EXPECT_TRUE(accepts_connections(port));
-  Ran stop = step.run(ran.out + "$K session stop");
-  EXPECT_EQ(stop.exit_code, 0) << stop.err;
+  auto lines = lines_of(ran.out);
+  auto stats = cc::parse_stats_line(lines.empty() ? "" : lines.back());
+  ASSERT_TRUE(stats) << ran.out;
+  EXPECT_EQ(stats->compile_requests, 1) << "the server started without the level, and served";
   EXPECT_FALSE(accepts_connections(port));
+}
+
+// ---- the session ends with its step, whatever happens (real sccache 0.4) -------------------
+
+constexpr const char* k_broken = "printf 'int main(void) { return }\\n' >broken.c\n";
+
+TEST(KilnCcSessionLifetime, AFailedCompileLeavesNoServerBehind) {
+  if (!fs::exists("/usr/bin/sccache")) {
+    GTEST_SKIP() << "no sccache installed";
+  }
+  Step step(false);
+  // The pattern a build step used: the stop after `&&` never runs once the compile fails.
+  Ran ran = step.run("cd " + quoted(step.dir().string()) + "\n" + k_broken +
+                     "eval \"$($K session start)\" && $K cc -c broken.c -o broken.o && "
+                     "$K session stop");
+  EXPECT_NE(ran.exit_code, 0) << ran.err;
+  EXPECT_NE(ran.err.find(" serves this step on "), std::string::npos) << ran.err;
+  EXPECT_EQ(left_after_waiting(step.tmpdir_entry()), std::vector<std::string>{})
+      << "still running after the step's shell exited";
+}
+
+/// A step's shell that started a session and then blocks, started in a group of its own; a
+/// server of the session answers once this returns.
+pid_t spawn_blocked_step(const Step& step) {
+  pid_t shell = step.spawn("eval \"$($K session start)\"\n"
+                           "touch " +
+                           quoted((step.dir() / "started").string()) + "\nsleep 600\n");
+  EXPECT_TRUE(appears(step.dir() / "started")) << step.output().err;
+  EXPECT_EQ(processes_carrying(step.tmpdir_entry(), "sccache").size(), 1u) << step.output().err;
+  return shell;
+}
+
+TEST(KilnCcSessionLifetime, CtrlCOfTheStepsShellLeavesNoServerBehind) {
+  if (!fs::exists("/usr/bin/sccache")) {
+    GTEST_SKIP() << "no sccache installed";
+  }
+  Step step(false);
+  pid_t shell = spawn_blocked_step(step);
+  ::kill(-shell, SIGINT); // as a terminal's Ctrl-C: the whole foreground group
+  int status = 0;
+  ::waitpid(shell, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+  EXPECT_EQ(left_after_waiting(step.tmpdir_entry()), std::vector<std::string>{});
+}
+
+TEST(KilnCcSessionLifetime, SigkillOfTheStepsShellLeavesNoServerBehind) {
+  if (!fs::exists("/usr/bin/sccache")) {
+    GTEST_SKIP() << "no sccache installed";
+  }
+  Step step(false);
+  pid_t shell = spawn_blocked_step(step);
+  ::kill(-shell, SIGKILL);
+  ::waitpid(shell, nullptr, 0);
+  EXPECT_EQ(left_after_waiting(step.tmpdir_entry()), std::vector<std::string>{});
+}
+
+TEST(KilnCcSessionLifetime, AStartInASubshellBelongsToTheShellAroundIt) {
+  if (!fs::exists("/usr/bin/sccache")) {
+    GTEST_SKIP() << "no sccache installed";
+  }
+  Step step(false);
+  // `; :` keeps the subshell of $(...) from exec'ing kiln-cc: its parent is a subshell that
+  // ends right after, while the session belongs to the shell that goes on compiling.
+  Ran ran = step.run("cd " + quoted(step.dir().string()) + "\n" + k_hello +
+                     "eval \"$($K session start; :)\"\n"
+                     "sleep 1\n"
+                     "$K cc -c hello.c -o hello.o\n"
+                     "$K session stats\n$K session stop\n");
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  auto stats = cc::parse_stats_line(ran.out);
+  ASSERT_TRUE(stats) << ran.out;
+  EXPECT_EQ(stats->sccache, cc::SccacheServer::up) << ran.out << ran.err;
+  EXPECT_EQ(stats->via_sccache, 1) << ran.out;
+}
+
+TEST(KilnCcSessionLifetime, TheWatchdogKeepsAnIdleServerAliveWhileTheShellLives) {
+  if (!fs::exists("/usr/bin/sccache")) {
+    GTEST_SKIP() << "no sccache installed";
+  }
+  Step step(false);
+  // A link that takes longer than the idle timeout, then one more compile.
+  Ran ran = step.run("cd " + quoted(step.dir().string()) + "\n" + k_hello +
+                         "eval \"$($K session start)\"\n"
+                         "sleep 9\n"
+                         "$K cc -c hello.c -o hello.o\n"
+                         "$K session stats\n$K session stop\n",
+                     "SCCACHE_IDLE_TIMEOUT=4\n");
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  auto stats = cc::parse_stats_line(ran.out);
+  ASSERT_TRUE(stats) << ran.out;
+  EXPECT_EQ(stats->sccache, cc::SccacheServer::up) << ran.out << ran.err;
+  EXPECT_EQ(stats->via_sccache, 1) << ran.out;
+}
+
+TEST(KilnCcSessionLifetime, AServerWhoseWatchdogIsKilledStillIdlesOut) {
+  if (!fs::exists("/usr/bin/sccache")) {
+    GTEST_SKIP() << "no sccache installed";
+  }
+  Step step(false);
+  pid_t shell = step.spawn("eval \"$($K session start)\"\ntouch " +
+                               quoted((step.dir() / "started").string()) + "\nsleep 600\n",
+                           "SCCACHE_IDLE_TIMEOUT=2\n");
+  ASSERT_TRUE(appears(step.dir() / "started")) << step.output().err;
+  auto watchdogs = processes_carrying(step.tmpdir_entry(), "kiln-cc");
+  ASSERT_EQ(watchdogs.size(), 1u);
+  ::kill(std::stoi(watchdogs[0]), SIGKILL);
+  EXPECT_EQ(left_after_waiting(step.tmpdir_entry(), "sccache"), std::vector<std::string>{})
+      << "the step's shell still runs, and nothing keeps the server alive";
+  ::kill(-shell, SIGKILL);
+  ::waitpid(shell, nullptr, 0);
+}
+
+// ---- session run -----------------------------------------------------------------------------
+
+TEST(KilnCcSessionRun, RunsTheCommandInTheSessionAndPassesItsFailureThrough) {
+  if (!fs::exists("/usr/bin/sccache")) {
+    GTEST_SKIP() << "no sccache installed";
+  }
+  Step step(false);
+  Ran ran = step.run("cd " + quoted(step.dir().string()) + "\n" + k_hello + k_broken +
+                     "$K session run -- sh -c '\n"
+                     "  echo \"session=${KILN_CC_SESSION:+set} port=${SCCACHE_SERVER_PORT:+set}\"\n"
+                     "  $0 cc -c hello.c -o hello.o && $0 cc -c broken.c -o broken.o' $K\n"
+                     "echo \"exit $?\"");
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  auto lines = lines_of(ran.out);
+  ASSERT_EQ(lines.size(), 3u) << ran.out << ran.err;
+  EXPECT_EQ(lines[0], "session=set port=set");
+  auto stats = cc::parse_stats_line(lines[1]);
+  ASSERT_TRUE(stats.has_value()) << lines[1];
+  EXPECT_EQ(stats->compile_requests, 2);
+  EXPECT_EQ(stats->misses, 1);
+  EXPECT_EQ(stats->errors, 0) << "a compile error is the compiler's, not the cache's";
+  EXPECT_EQ(stats->via_sccache, 2);
+  EXPECT_EQ(lines[2], "exit 1") << "the compiler's exit code";
+  EXPECT_NE(ran.err.find("kiln-cc: sccache stats for this step"), std::string::npos) << ran.err;
+  EXPECT_EQ(left_after_waiting(step.tmpdir_entry()), std::vector<std::string>{});
+  EXPECT_TRUE(fs::is_empty(step.tmpdir())) << "the session folder goes with the command";
+}
+
+TEST(KilnCcSessionRun, ACommandKilledBySignalKillsRunWithTheSameSignal) {
+  if (!fs::exists("/usr/bin/sccache")) {
+    GTEST_SKIP() << "no sccache installed";
+  }
+  Step step(false);
+  Ran ran = step.run("$K session run -- sh -c 'kill -TERM $$'\n"
+                     "echo \"status $?\"");
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  auto lines = lines_of(ran.out);
+  ASSERT_EQ(lines.size(), 2u) << ran.out << ran.err;
+  EXPECT_TRUE(cc::parse_stats_line(lines[0]).has_value()) << lines[0];
+  EXPECT_EQ(lines[1], "status " + std::to_string(128 + SIGTERM));
+  EXPECT_EQ(left_after_waiting(step.tmpdir_entry()), std::vector<std::string>{});
+}
+
+TEST(KilnCcSessionRun, SigtermToRunReachesTheCommandAndTheSessionStillEnds) {
+  if (!fs::exists("/usr/bin/sccache")) {
+    GTEST_SKIP() << "no sccache installed";
+  }
+  Step step(false);
+  std::string started = quoted((step.dir() / "started").string());
+  // `exec` makes run the group leader the test signals, alone: a build tool's `timeout` or a
+  // supervisor signals one process, not its group.
+  pid_t run = step.spawn("exec $K session run -- sh -c '\n"
+                         "  trap \"echo command got TERM; exit 3\" TERM\n"
+                         "  touch " +
+                         started + "; sleep 600 & wait'\n");
+  ASSERT_TRUE(appears(step.dir() / "started")) << step.output().err;
+  ::kill(run, SIGTERM);
+  int status = 0;
+  ::waitpid(run, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 3) << step.output().err;
+  Ran ran = step.output();
+  auto lines = lines_of(ran.out);
+  ASSERT_EQ(lines.size(), 2u) << ran.out << ran.err;
+  EXPECT_EQ(lines[0], "command got TERM");
+  EXPECT_TRUE(cc::parse_stats_line(lines[1]).has_value()) << lines[1];
+  EXPECT_NE(ran.err.find("not waiting for uploads"), std::string::npos) << ran.err;
+  ::kill(-run, SIGKILL); // the command's `sleep`
+  EXPECT_EQ(left_after_waiting(step.tmpdir_entry()), std::vector<std::string>{});
+}
+
+TEST(KilnCcSessionRun, SigkillOfRunItselfLeavesNoServerBehind) {
+  if (!fs::exists("/usr/bin/sccache")) {
+    GTEST_SKIP() << "no sccache installed";
+  }
+  Step step(false);
+  pid_t run = step.spawn("exec $K session run -- sh -c 'touch " +
+                         quoted((step.dir() / "started").string()) + "; sleep 600'\n");
+  ASSERT_TRUE(appears(step.dir() / "started")) << step.output().err;
+  ASSERT_EQ(processes_carrying(step.tmpdir_entry(), "sccache").size(), 1u);
+  ::kill(run, SIGKILL);
+  ::waitpid(run, nullptr, 0);
+  EXPECT_EQ(left_after_waiting(step.tmpdir_entry(), "sccache"), std::vector<std::string>{});
+  ::kill(-run, SIGKILL);
+}
+
+TEST(KilnCcSessionRun, MisuseExitsTwo) {
+  Step step;
+  for (const char* args : {"run", "run --", "run make", "run --timeout-s x -- true"}) {
+    Ran ran = step.run(std::string("$K session ") + args);
+    EXPECT_EQ(ran.exit_code, 2) << args << ": " << ran.err;
+    EXPECT_EQ(lines_of(ran.err).size(), 1u) << ran.err;
+  }
+}
+
+// ---- a dead compile cache is reported -----------------------------------------------------
+
+TEST(KilnCcSessionRealSccache, AServerLostMidStepIsReportedWithTheLevelThatServed) {
+  if (!fs::exists("/usr/bin/sccache") || !fs::exists("/usr/bin/ccache")) {
+    GTEST_SKIP() << "no sccache or ccache installed";
+  }
+  Step step(false);
+  std::string go = quoted((step.dir() / "go").string());
+  pid_t shell = step.spawn("cd " + quoted(step.dir().string()) + "\n" + k_hello +
+                               "eval \"$($K session start)\"\n"
+                               "$K cc -c hello.c -o first.o\n"
+                               "touch compiled\n"
+                               "while [ ! -e " +
+                               go +
+                               " ]; do sleep 0.05; done\n"
+                               "$K cc -c hello.c -o second.o\n"
+                               "$K cc -c hello.c -o third.o\n"
+                               "$K session stats\n"
+                               "$K session stop\n"
+                               "$K session stats\n",
+                           "CCACHE_DIR=" + (step.dir() / "ccache").string() + "\n");
+  ASSERT_TRUE(appears(step.dir() / "compiled")) << step.output().err;
+  auto servers = processes_carrying(step.tmpdir_entry(), "sccache");
+  ASSERT_EQ(servers.size(), 1u);
+  ::kill(std::stoi(servers[0]), SIGKILL);
+  EXPECT_EQ(left_after_waiting(step.tmpdir_entry(), "sccache"), std::vector<std::string>{});
+  step.write(step.dir() / "go", "");
+  int status = 0;
+  ::waitpid(shell, &status, 0);
+  Ran ran = step.output();
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ran.err;
+  auto lines = lines_of(ran.out);
+  ASSERT_EQ(lines.size(), 2u) << ran.out << ran.err;
+  EXPECT_EQ(lines[0], lines[1]) << "stop records what stats saw";
+  // The line as kiln reads it: which level served, and ccache's own hits and misses.
+  ASSERT_EQ(lines[0].rfind(cc::k_stats_prefix, 0), 0u) << lines[0];
+  auto stats = nlohmann::json::parse(lines[0].substr(cc::k_stats_prefix.size()));
+  EXPECT_EQ(stats["sccache"], "lost") << lines[0];
+  EXPECT_EQ(stats["served"], (nlohmann::json{{"sccache", 1}, {"ccache", 2}, {"direct", 0}}))
+      << lines[0];
+  EXPECT_EQ(stats["ccache_misses"], 1) << lines[0];
+  EXPECT_EQ(stats["ccache_hits"], 1) << lines[0];
+  EXPECT_EQ(stats["compile_requests"], 2) << "sccache's counters died with it; ccache's 2 count";
+  EXPECT_EQ(stats["hits"], 1) << lines[0];
+  EXPECT_EQ(stats["misses"], 1) << lines[0];
+  EXPECT_NE(ran.err.find("WARN: the sccache server of this step is gone"), std::string::npos)
+      << ran.err;
+  EXPECT_EQ(left_after_waiting(step.tmpdir_entry()), std::vector<std::string>{});
+}
+
+// ---- in a real build: buildah, chroot isolation, kiln reading the stats line ------------------
+
+/// A chain whose `compile` stage runs `script` in a RUN with kiln-cc mounted and the host's
+/// toolchain (gcc, sccache, ccache) bind-mounted at /usr. Every process of the step carries
+/// KILN_CC_TEST=<nonce> in its environment.
+void write_build_chain(const ChainDir& dir, const std::string& script) {
+  dir.write("base.Dockerfile", std::string(k_base_dockerfile) +
+                                   "RUN ln -s usr/lib /lib && ln -s usr/lib64 /lib64 && "
+                                   "mkdir -p /src /tmp\n");
+  dir.write("compile.Dockerfile",
+            "FROM base\n"
+            "RUN --mount=type=bind,source=usr,target=/usr \\\n"
+            "    --mount=type=bind,from=kiln-tools,source=kiln-cc,target=/kiln/kiln-cc \\\n"
+            "    export PATH=/kiln:/usr/bin:/bin SCCACHE_DIR=/tmp/sccache CCACHE_DIR=/tmp/ccache "
+            "KILN_CC_TEST=" +
+                dir.nonce() +
+                " && \\\n"
+                "    printf 'int f(void) { return " +
+                dir.nonce() + "; }\\n' > /src/f.c && \\\n    " + script + "\n");
+  dir.write("chain.toml", "[chain]\nname = \"cc" + dir.nonce() +
+                              "\"\n[defaults]\ncooldown_s = 0\nattempts = 1\n"
+                              "[[stage]]\nname = \"base\"\ndockerfile = \"base.Dockerfile\"\n"
+                              "[[stage]]\nname = \"compile\"\ndockerfile = \"compile.Dockerfile\"\n"
+                              "context = \"/\"\nneeds = [\"base\"]\n");
+}
+
+TEST(KilnCcInABuild, AFailedCompileLeavesNoServerOnTheHost) {
+  ChainDir dir;
+  // The pattern the docs showed: under chroot isolation the RUN's processes are the host's, and
+  // the server the failed step never stopped ran on with parent 1.
+  write_build_chain(dir, "eval \"$(kiln-cc session start)\" && \\\n"
+                         "    printf 'int main(void) { return }\\n' > /src/broken.c && \\\n"
+                         "    kiln-cc gcc -c /src/broken.c -o /src/broken.o && \\\n"
+                         "    kiln-cc session stop");
+  KilnResult result = dir.kiln({"run", "chain.toml"});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(dir.read("records/latest/stages/compile.attempt-1.log").find(" serves this step on "),
+            std::string::npos)
+      << "no server was started";
+  EXPECT_EQ(left_after_waiting("KILN_CC_TEST=" + dir.nonce()), std::vector<std::string>{});
+}
+
+TEST(KilnCcInABuild, ASccacheServerLostMidStepIsWarnedOfAndRecorded) {
+  ChainDir dir;
+  write_build_chain(dir,
+                    "kiln-cc session run -- sh -c '\\\n"
+                    "      kiln-cc gcc -c /src/f.c -o /src/f.o && sccache --stop-server && \\\n"
+                    "      kiln-cc gcc -c /src/f.c -o /src/g.o && \\\n"
+                    "      kiln-cc gcc -c /src/f.c -o /src/h.o'");
+  KilnResult result = dir.kiln({"run", "chain.toml"});
+  ASSERT_EQ(result.exit_code, 0) << result.output
+                                 << dir.read("records/latest/stages/compile.attempt-1.log");
+  const std::string warning = "the compile cache fell back: the sccache server was lost mid-step "
+                              "in 1 of 1 step(s), its counters with it; of 3 compile(s) kiln-cc "
+                              "launched, 1 went to sccache, 2 to ccache (1 hit(s), 1 miss(es)), 0 "
+                              "ran uncached";
+  EXPECT_NE(result.output.find("kiln: warning: stage compile: " + warning), std::string::npos)
+      << result.output;
+  EXPECT_NE(
+      dir.read("records/latest/driver.log").find("stage compile: attempt 1/1 warning: " + warning),
+      std::string::npos)
+      << dir.read("records/latest/driver.log");
+  nlohmann::json compile = dir.latest_manifest()["stages"][1]["attempts"][0]["compile"];
+  ASSERT_TRUE(compile.is_object()) << dir.latest_manifest().dump(2);
+  EXPECT_EQ(compile["served"], (nlohmann::json{{"sccache", 1}, {"ccache", 2}, {"direct", 0}}));
+  EXPECT_EQ(compile["ccache_hits"], 1);
+  EXPECT_EQ(compile["ccache_misses"], 1);
+  EXPECT_EQ(compile["sccache_lost_steps"], 1);
+  EXPECT_EQ(left_after_waiting("KILN_CC_TEST=" + dir.nonce()), std::vector<std::string>{});
 }
 
 } // namespace

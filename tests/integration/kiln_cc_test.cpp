@@ -647,5 +647,33 @@ TEST_F(KilnCc, ServerUnixSocketIsProbedWhereTheClientConnects) {
                                           abstract + ", no ccache on PATH)\n");
 }
 
+// ---- kiln-cc itself ---------------------------------------------------------------------------
+
+TEST_F(KilnCc, HelpAndVersionAreKilnCcsOwnNotTheCachesHelp) {
+  // With no sccache server answering, a compiler named --help went to ccache, which printed its
+  // own help.
+  Ran help = kiln_cc({"--help"});
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_EQ(help.out.rfind("usage: kiln-cc <compiler> [args...]\n", 0), 0u) << help.out;
+  EXPECT_NE(help.out.find("kiln-cc session run"), std::string::npos) << help.out;
+  EXPECT_EQ(help.out.find("ccache [options]"), std::string::npos) << "ccache's help:\n" << help.out;
+  EXPECT_EQ(help.err, "");
+  EXPECT_EQ(kiln_cc({"-h"}).out, help.out);
+  Ran version = kiln_cc({"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_EQ(version.out.rfind("kiln-cc ", 0), 0u) << version.out;
+  EXPECT_EQ(std::count(version.out.begin(), version.out.end(), '\n'), 1) << version.out;
+  EXPECT_EQ(launches(), "") << "neither is a compile";
+}
+
+TEST(KilnCcBinary, IsStrippedForImages) {
+  // It is copied into every records folder and mounted into build images: symbols and debug
+  // information are dead weight there (14 MB of a 15 MB binary before it was stripped).
+  Ran sections = execute({{"/usr/bin/readelf", "-S", "-W", k_kiln_cc.string()}, {}, "/"});
+  ASSERT_EQ(sections.exit_code, 0) << sections.err;
+  EXPECT_EQ(sections.out.find(" .symtab "), std::string::npos) << sections.out;
+  EXPECT_EQ(sections.out.find(" .debug_"), std::string::npos) << sections.out;
+}
+
 } // namespace
 } // namespace kiln::testing

@@ -1,4 +1,6 @@
-// The `[kiln-cc:stats]` line: what kiln-cc prints and kiln reads back from a stage log.
+// The `[kiln-cc:stats] ` line: what kiln-cc prints and kiln reads back from a stage log.
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "compilecache/stats_line.h"
@@ -8,9 +10,16 @@ namespace {
 
 TEST(StatsLine, RoundTrips) {
   CompileStats stats{120, 100, 15, 5, 2};
+  stats.via_sccache = 90;
+  stats.via_ccache = 28;
+  stats.via_direct = 3;
+  stats.ccache_hits = 20;
+  stats.ccache_misses = 8;
+  stats.sccache = SccacheServer::lost;
   std::string line = format_stats_line(stats);
   EXPECT_EQ(line, "[kiln-cc:stats] {\"compile_requests\":120,\"hits\":100,\"misses\":15,"
-                  "\"errors\":5,\"bypasses\":2}");
+                  "\"errors\":5,\"bypasses\":2,\"sccache\":\"lost\",\"served\":{\"sccache\":90,"
+                  "\"ccache\":28,\"direct\":3},\"ccache_hits\":20,\"ccache_misses\":8}");
   auto parsed = parse_stats_line(line);
   ASSERT_TRUE(parsed);
   EXPECT_EQ(parsed->compile_requests, 120);
@@ -18,6 +27,23 @@ TEST(StatsLine, RoundTrips) {
   EXPECT_EQ(parsed->misses, 15);
   EXPECT_EQ(parsed->errors, 5);
   EXPECT_EQ(parsed->bypasses, 2);
+  EXPECT_EQ(parsed->via_sccache, 90);
+  EXPECT_EQ(parsed->via_ccache, 28);
+  EXPECT_EQ(parsed->via_direct, 3);
+  EXPECT_EQ(parsed->ccache_hits, 20);
+  EXPECT_EQ(parsed->ccache_misses, 8);
+  EXPECT_EQ(parsed->sccache, SccacheServer::lost);
+}
+
+TEST(StatsLine, EveryServerStateRoundTrips) {
+  for (SccacheServer state : {SccacheServer::unknown, SccacheServer::up, SccacheServer::lost,
+                              SccacheServer::failed, SccacheServer::absent}) {
+    CompileStats stats;
+    stats.sccache = state;
+    auto parsed = parse_stats_line(format_stats_line(stats));
+    ASSERT_TRUE(parsed);
+    EXPECT_EQ(parsed->sccache, state) << sccache_server_name(state);
+  }
 }
 
 TEST(StatsLine, OtherLinesAreNotStats) {
@@ -28,11 +54,36 @@ TEST(StatsLine, OtherLinesAreNotStats) {
 }
 
 TEST(StatsLine, MissingOrMistypedFieldsCountZero) {
-  auto parsed = parse_stats_line("[kiln-cc:stats] {\"compile_requests\":\"7\",\"hits\":3}");
+  auto parsed = parse_stats_line("[kiln-cc:stats] {\"compile_requests\":\"7\",\"hits\":3,"
+                                 "\"served\":[1],\"sccache\":\"sideways\"}");
   ASSERT_TRUE(parsed);
   EXPECT_EQ(parsed->compile_requests, 0);
   EXPECT_EQ(parsed->hits, 3);
   EXPECT_EQ(parsed->bypasses, 0);
+  EXPECT_EQ(parsed->via_ccache, 0);
+  EXPECT_EQ(parsed->sccache, SccacheServer::unknown);
+}
+
+TEST(StatsLine, ALineFromAnOlderKilnCcSaysNothingOfLevels) {
+  auto parsed = parse_stats_line("[kiln-cc:stats] {\"compile_requests\":120,\"hits\":100,"
+                                 "\"misses\":15,\"errors\":5,\"bypasses\":2}");
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->compile_requests, 120);
+  EXPECT_EQ(parsed->via_sccache + parsed->via_ccache + parsed->via_direct, 0);
+  EXPECT_EQ(parsed->sccache, SccacheServer::unknown);
+}
+
+TEST(StatsLine, SumsSaturateInsteadOfWrapping) {
+  // Two steps claiming nearly LONG_MAX requests must not add up to a negative, small-looking
+  // number that passes a floor.
+  CompileStats sum;
+  CompileStats huge;
+  huge.compile_requests = std::numeric_limits<long>::max() - 1;
+  huge.ccache_hits = 5;
+  sum += huge;
+  sum += huge;
+  EXPECT_EQ(sum.compile_requests, std::numeric_limits<long>::max());
+  EXPECT_EQ(sum.ccache_hits, 10);
 }
 
 } // namespace
