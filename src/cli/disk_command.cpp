@@ -82,6 +82,18 @@ int disk_status_command(const DiskArgs& args) {
     fmt::print("  {:<40} {:>10}G  {} old\n", slug.name, gib_text(slug.bytes), age_text(slug.mtime));
   }
   auto store = make_store_levers(*chain);
+  // The guard's levers act on the store only when it shares the filesystem it measures.
+  if (auto location = store->location()) {
+    fmt::print("{}: {}\n", location->shown,
+               same_filesystem(location->path, policy.path)
+                   ? fmt::format("on the filesystem of {}", policy.path.string())
+                   : fmt::format("on another filesystem than {}: the disk guard leaves it alone",
+                                 policy.path.string()));
+  } else {
+    fmt::print("{} store: where it keeps its data is unknown ({}): the disk guard leaves it "
+               "alone\n",
+               store->engine(), location.error());
+  }
   auto usage = store->usage();
   if (!usage) {
     fmt::print("{} store: not readable: {}\n", store->engine(), usage.error());
@@ -123,24 +135,36 @@ int disk_reclaim_command(const DiskArgs& args) {
     fmt::print("{}G free on {}, {}G short of the target. Would, in this order, stopping once it "
                "is met:\n",
                gib_text(*free), policy.path.string(), gib_text(deficit, true));
-    auto slugs = list_slugs(policy.cache_root);
-    size_t trimmable = slugs.size() > policy.keep_slugs ? slugs.size() - policy.keep_slugs : 0;
-    uint64_t covered = 0;
-    for (size_t i = 0; i < trimmable && covered < deficit; ++i) {
-      fmt::print("  remove cache export {} ({}G, {} old)\n", slugs[i].name,
-                 gib_text(slugs[i].bytes), age_text(slugs[i].mtime));
-      covered += slugs[i].bytes;
+    if (policy.cache_root.empty()) {
+      fmt::print("  no cache exports: no cache root is configured\n");
+    } else if (!same_filesystem(policy.cache_root, policy.path)) {
+      fmt::print("  leave the cache exports alone: {} is on another filesystem than {}\n",
+                 policy.cache_root.string(), policy.path.string());
+    } else {
+      auto slugs = list_slugs(policy.cache_root);
+      size_t trimmable = slugs.size() > policy.keep_slugs ? slugs.size() - policy.keep_slugs : 0;
+      uint64_t covered = 0;
+      for (size_t i = 0; i < trimmable && covered < deficit; ++i) {
+        fmt::print("  remove cache export {} ({}G, {} old)\n", slugs[i].name,
+                   gib_text(slugs[i].bytes), age_text(slugs[i].mtime));
+        covered += slugs[i].bytes;
+      }
+    }
+    if (std::string away = store_elsewhere(store.get(), policy.path); !away.empty()) {
+      fmt::print("  leave the {} store and its images alone: {}\n", store->engine(), away);
+      return k_exit_ok;
     }
     if (store->engine() == "buildkit") {
+      // BuildKit's stage images are OCI layouts or pushes: there is no image store to remove from.
       fmt::print("  prune BuildKit's layer cache (--filter type==regular), keeping {}G of layers; "
                  "cache mounts are never pruned\n",
                  gib_text(effective_keep_gb(policy)));
-    } else {
-      fmt::print("  remove buildah's dangling and intermediate images; its cache-mount data is "
-                 "never touched\n");
+      return k_exit_ok;
     }
-    auto dangling = store->dangling_images();
-    fmt::print("  remove {} dangling image(s)\n", dangling.size());
+    auto stale = store->stale_images();
+    fmt::print("  remove {} image(s) no build can reuse (the layer cache of tagged and recent "
+               "images stays; cache-mount data is never touched)\n",
+               stale.size());
     for (const auto& tag : tags) {
       fmt::print("  remove image {} (a stage other stages build on), measuring after each\n", tag);
     }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "disk/buildkit_store.h"
+#include "disk/slugs.h"
 #include "util/process.h"
 #include "util/strings.h"
 
@@ -26,6 +28,8 @@ namespace {
 constexpr std::chrono::minutes k_command_timeout{10};
 // Ids per removal command, so a store with thousands of dangling images stays within ARG_MAX.
 constexpr size_t k_ids_per_removal = 100;
+// Ids a one-line summary names before it only counts the rest.
+constexpr size_t k_ids_named = 5;
 
 bool is_image_id(std::string_view text) {
   return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
@@ -40,6 +44,11 @@ std::string bare_id(std::string_view id) {
   return std::string(id);
 }
 
+/// An id as buildah's own messages show it.
+std::string short_id(std::string_view id) {
+  return std::string(id.substr(0, 12));
+}
+
 /// The bare ids `buildah images --filter dangling=true --quiet --no-trunc` prints.
 std::set<std::string> parse_id_lines(std::string_view text) {
   std::set<std::string> ids;
@@ -52,15 +61,24 @@ std::set<std::string> parse_id_lines(std::string_view text) {
   return ids;
 }
 
-std::string format_size(uint64_t bytes) {
-  static constexpr const char* k_units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
-  double value = static_cast<double>(bytes);
-  size_t unit = 0;
-  while (value >= 1000 && unit + 1 < std::size(k_units)) {
-    value /= 1000;
-    ++unit;
+/// buildah prints warnings on stderr, which reaches kiln through the same pipe as the JSON on
+/// stdout: the document starts on the first line that opens one.
+nlohmann::json parse_json_output(std::string_view text) {
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    std::string_view line = text.substr(at, end == std::string_view::npos ? end : end - at);
+    if (line.starts_with('{') || line.starts_with('[')) {
+      auto doc = nlohmann::json::parse(text.substr(at), nullptr, false);
+      if (!doc.is_discarded()) {
+        return doc;
+      }
+    }
+    if (end == std::string_view::npos) {
+      break;
+    }
+    at = end + 1;
   }
-  return unit == 0 ? fmt::format("{}B", bytes) : fmt::format("{:.2f}{}", value, k_units[unit]);
+  return nlohmann::json::value_t::discarded;
 }
 
 std::string shown_dirs(const std::vector<fs::path>& dirs) {
@@ -71,44 +89,29 @@ std::string shown_dirs(const std::vector<fs::path>& dirs) {
   return join(shown, " and ");
 }
 
-/// What one removal command said: the ids it removed (a dangling image's parents that nothing
-/// else uses go with it) and the errors it printed, those about an image in use set apart.
-struct Removal {
-  std::vector<std::string> removed;
-  int in_use = 0;
-  std::vector<std::string> errors;
-};
-
-/// buildah prints each removed id on a line of its own, `untagged: <name>` for names, and on
-/// failure `Error: <n> errors occurred:` followed by one `\t* <error>` line per image.
-void read_removal(std::string_view output, Removal& removal) {
-  for (const std::string& raw : split(output, '\n')) {
-    std::string_view line = trim(raw);
-    if (is_image_id(line)) {
-      removal.removed.emplace_back(line);
-      continue;
-    }
-    std::string_view error;
-    if (line.starts_with("* ")) {
-      error = line.substr(2);
-    } else if (line.starts_with("Error: ") && !line.ends_with("occurred:")) {
-      error = line.substr(7);
-    } else {
-      continue;
-    }
-    // Expected, not a fault: a build's working container uses it (storage.ErrImageUsedByContainer).
-    if (error.find("in use by a container") != std::string_view::npos) {
-      ++removal.in_use;
-    } else {
-      removal.errors.emplace_back(error);
-    }
+/// `ids` as short ids, the first `at_most` only.
+std::string named_ids(const std::vector<std::string>& ids, size_t at_most) {
+  std::vector<std::string> shown;
+  for (const std::string& id : ids) {
+    shown.push_back(short_id(id));
   }
+  return first_names(shown, at_most);
+}
+
+bool is_prefix(const std::vector<std::string>& part, const std::vector<std::string>& whole) {
+  return part.size() <= whole.size() && std::equal(part.begin(), part.end(), whole.begin());
+}
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 } // namespace
 
 tl::expected<std::vector<BuildahImage>, std::string> parse_buildah_images(std::string_view text) {
-  auto doc = nlohmann::json::parse(text, nullptr, false);
+  auto doc = parse_json_output(text);
   if (doc.is_discarded() || !doc.is_array()) {
     return tl::unexpected(std::string("buildah images --json printed no JSON list"));
   }
@@ -140,6 +143,117 @@ tl::expected<std::vector<BuildahImage>, std::string> parse_buildah_images(std::s
     images.push_back(std::move(image));
   }
   return images;
+}
+
+tl::expected<fs::path, std::string> parse_buildah_info(std::string_view text) {
+  auto doc = parse_json_output(text);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return tl::unexpected(std::string("buildah info printed no JSON object"));
+  }
+  auto store = doc.find("store");
+  if (store == doc.end() || !store->is_object()) {
+    return tl::unexpected(std::string("buildah info names no store"));
+  }
+  auto root = store->find("GraphRoot");
+  if (root == store->end() || !root->is_string() || root->get<std::string>().empty()) {
+    return tl::unexpected(std::string("buildah info names no store.GraphRoot"));
+  }
+  return fs::path(root->get<std::string>());
+}
+
+tl::expected<BuildahImageSteps, std::string> parse_buildah_inspect(std::string_view text) {
+  auto doc = parse_json_output(text);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return tl::unexpected(std::string("buildah inspect printed no JSON object"));
+  }
+  auto config = doc.find("OCIv1");
+  if (config == doc.end() || !config->is_object()) {
+    return tl::unexpected(std::string("buildah inspect shows no OCIv1 config"));
+  }
+  BuildahImageSteps steps;
+  if (auto history = config->find("history"); history != config->end() && history->is_array()) {
+    for (const auto& entry : *history) {
+      steps.history.push_back(entry.dump());
+    }
+  }
+  if (auto rootfs = config->find("rootfs"); rootfs != config->end() && rootfs->is_object()) {
+    if (auto ids = rootfs->find("diff_ids"); ids != rootfs->end() && ids->is_array()) {
+      for (const auto& id : *ids) {
+        if (id.is_string()) {
+          steps.diff_ids.push_back(id.get<std::string>());
+        }
+      }
+    }
+  }
+  return steps;
+}
+
+StaleImages find_stale_images(
+    const std::vector<BuildahImage>& images, const std::set<std::string>& dangling,
+    const std::function<tl::expected<BuildahImageSteps, std::string>(const std::string&)>& steps,
+    int64_t now, std::chrono::seconds min_age) {
+  StaleImages result;
+  auto recent = [&](const BuildahImage& image) { return now - image.created < min_age.count(); };
+
+  std::vector<std::pair<const BuildahImage*, BuildahImageSteps>> candidates;
+  for (const BuildahImage& image : images) {
+    if (!image.names.empty() || image.read_only || !dangling.contains(image.id)) {
+      continue;
+    }
+    if (recent(image)) {
+      ++result.young;
+      result.kept.insert(image.id);
+      continue;
+    }
+    auto read = steps(image.id);
+    if (!read) {
+      ++result.unreadable;
+      result.kept.insert(image.id);
+      result.errors.push_back(read.error());
+      continue;
+    }
+    if (read->diff_ids.empty()) {
+      ++result.layerless;
+      result.kept.insert(image.id);
+      continue;
+    }
+    candidates.emplace_back(&image, std::move(*read));
+  }
+  if (candidates.empty()) {
+    return result;
+  }
+
+  // What builds still want: tagged images and recent ones (a running or just failed build).
+  std::vector<BuildahImageSteps> wanted;
+  for (const BuildahImage& image : images) {
+    if (image.names.empty() && !recent(image)) {
+      continue;
+    }
+    auto read = steps(image.id);
+    if (!read) {
+      // Whether a candidate is this image's layer cache cannot be told: keep them all.
+      result.errors.push_back(read.error());
+      result.unreadable += static_cast<int>(candidates.size());
+      for (const auto& candidate : candidates) {
+        result.kept.insert(candidate.first->id);
+      }
+      return result;
+    }
+    wanted.push_back(std::move(*read));
+  }
+  for (const auto& [image, own] : candidates) {
+    bool reused = std::any_of(wanted.begin(), wanted.end(), [&](const BuildahImageSteps& other) {
+      return is_prefix(own.history, other.history) && is_prefix(own.diff_ids, other.diff_ids);
+    });
+    if (reused) {
+      ++result.reused;
+      result.kept.insert(image->id);
+      continue;
+    }
+    result.stale.push_back(image->id);
+    result.stale_bytes += image->bytes;
+  }
+  return result;
 }
 
 std::vector<fs::path> buildah_cache_dirs() {
@@ -174,6 +288,32 @@ CacheDirCount count_cache_dirs(const std::vector<fs::path>& dirs) {
   return count;
 }
 
+void read_buildah_removal(std::string_view output, BuildahRemoval& removal) {
+  // buildah prints each removed id on a line of its own, `untagged: <name>` for names, and on
+  // failure `Error: <n> errors occurred:` followed by one `\t* <error>` line per image.
+  for (const std::string& raw : split(output, '\n')) {
+    std::string_view line = trim(raw);
+    if (is_image_id(line)) {
+      removal.removed.emplace_back(line);
+      continue;
+    }
+    std::string_view error;
+    if (line.starts_with("* ")) {
+      error = line.substr(2);
+    } else if (line.starts_with("Error: ") && !line.ends_with("occurred:")) {
+      error = line.substr(7);
+    } else {
+      continue;
+    }
+    // Expected, not a fault: a build's working container uses it (storage.ErrImageUsedByContainer).
+    if (error.find("in use by a container") != std::string_view::npos) {
+      ++removal.in_use;
+    } else {
+      removal.errors.emplace_back(error);
+    }
+  }
+}
+
 std::vector<std::string> BuildahStore::command(std::initializer_list<std::string> args) const {
   std::vector<std::string> argv = {"buildah"};
   argv.insert(argv.end(), m_options.global_flags.begin(), m_options.global_flags.end());
@@ -181,9 +321,15 @@ std::vector<std::string> BuildahStore::command(std::initializer_list<std::string
   return argv;
 }
 
-tl::expected<StoreUsage, std::string> BuildahStore::usage() const {
-  CapturedRun listed =
-      run_captured(command({"images", "--all", "--json", "--no-trunc"}), k_command_timeout);
+tl::expected<BuildahStore::Listing, std::string>
+BuildahStore::list(const std::function<void(const std::vector<std::string>&)>& ran) const {
+  auto step = [&](const std::vector<std::string>& argv) {
+    if (ran) {
+      ran(argv);
+    }
+    return run_captured(argv, k_command_timeout);
+  };
+  CapturedRun listed = step(command({"images", "--all", "--json", "--no-trunc"}));
   if (!listed.exit.ok()) {
     return tl::unexpected(fmt::format("buildah images failed: {}", listed.failure()));
   }
@@ -191,18 +337,67 @@ tl::expected<StoreUsage, std::string> BuildahStore::usage() const {
   if (!images) {
     return tl::unexpected(images.error());
   }
-  CapturedRun dangling = run_captured(
-      command({"images", "--filter", "dangling=true", "--quiet", "--no-trunc"}), k_command_timeout);
+  CapturedRun dangling =
+      step(command({"images", "--filter", "dangling=true", "--quiet", "--no-trunc"}));
   if (!dangling.exit.ok()) {
     return tl::unexpected(fmt::format("buildah images failed: {}", dangling.failure()));
   }
-  std::set<std::string> dangling_ids = parse_id_lines(dangling.output);
+  return Listing{std::move(*images), parse_id_lines(dangling.output)};
+}
+
+tl::expected<BuildahImageSteps, std::string>
+BuildahStore::steps(const std::string& reference) const {
+  CapturedRun inspected =
+      run_captured(command({"inspect", "--type", "image", reference}), k_command_timeout);
+  if (!inspected.exit.ok()) {
+    return tl::unexpected(
+        fmt::format("buildah inspect {} failed: {}", short_id(reference), inspected.failure()));
+  }
+  auto steps = parse_buildah_inspect(inspected.output);
+  if (!steps) {
+    return tl::unexpected(fmt::format("{}: {}", short_id(reference), steps.error()));
+  }
+  return steps;
+}
+
+StaleImages
+BuildahStore::stale(const Listing& listing,
+                    const std::function<void(const std::vector<std::string>&)>& ran) const {
+  auto read = [&](const std::string& id) {
+    if (ran) {
+      ran(command({"inspect", "--type", "image", id}));
+    }
+    return steps(id);
+  };
+  return find_stale_images(listing.images, listing.dangling, read, unix_now(),
+                           m_options.min_dangling_age);
+}
+
+tl::expected<StoreLocation, std::string> BuildahStore::location() const {
+  CapturedRun info = run_captured(command({"info"}), k_command_timeout);
+  if (!info.exit.ok()) {
+    return tl::unexpected(fmt::format("buildah info failed: {}", info.failure()));
+  }
+  auto root = parse_buildah_info(info.output);
+  if (!root) {
+    return tl::unexpected(root.error());
+  }
+  return StoreLocation{*root, fmt::format("the buildah store {}", root->string())};
+}
+
+tl::expected<StoreUsage, std::string> BuildahStore::usage() const {
+  auto listing = list();
+  if (!listing) {
+    return tl::unexpected(listing.error());
+  }
+  StaleImages verdict = stale(*listing);
+  std::set<std::string> stale_ids(verdict.stale.begin(), verdict.stale.end());
 
   StoreUsage usage;
-  for (const BuildahImage& image : *images) {
-    std::string type = !image.names.empty()              ? "image"
-                       : dangling_ids.contains(image.id) ? "dangling"
-                                                         : "intermediate";
+  for (const BuildahImage& image : listing->images) {
+    std::string type = !image.names.empty()           ? "image"
+                       : stale_ids.contains(image.id) ? "dangling"
+                                                      : "intermediate";
     usage.bytes_by_type[type] += image.bytes;
     usage.records_by_type[type] += 1;
     usage.total_bytes += image.bytes;
@@ -219,12 +414,12 @@ tl::expected<StoreUsage, std::string> BuildahStore::usage() const {
 
 LayerPrune BuildahStore::prune_layers(double keep_gb) const {
   LayerPrune result;
-  auto step = [&](const std::vector<std::string>& argv) {
+  auto note = [&](const std::vector<std::string>& argv) {
     result.commands.push_back(join(argv, " "));
-    return run_captured(argv, k_command_timeout);
   };
   auto skip = [&](std::string why) {
     result.lines.push_back(fmt::format("[disk-store] WARN buildah layer prune skipped: {}", why));
+    result.summary = "skipped: " + why;
     result.skipped = std::move(why);
     return result;
   };
@@ -232,68 +427,73 @@ LayerPrune BuildahStore::prune_layers(double keep_gb) const {
   std::vector<fs::path> cache_dirs = buildah_cache_dirs();
   CacheDirCount before = count_cache_dirs(cache_dirs);
 
-  CapturedRun listed = step(command({"images", "--all", "--json", "--no-trunc"}));
-  if (!listed.exit.ok()) {
-    return skip(fmt::format("buildah images failed: {}", listed.failure()));
+  auto listing = list(note);
+  if (!listing) {
+    return skip(listing.error());
   }
-  auto images = parse_buildah_images(listed.output);
-  if (!images) {
-    return skip(images.error());
-  }
-  CapturedRun dangling =
-      step(command({"images", "--filter", "dangling=true", "--quiet", "--no-trunc"}));
-  if (!dangling.exit.ok()) {
-    return skip(fmt::format("buildah images failed: {}", dangling.failure()));
-  }
-  std::set<std::string> dangling_ids = parse_id_lines(dangling.output);
   result.ran = true;
   result.cache_mounts_before = before.mounts;
 
-  auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-                 .count();
-  std::vector<std::string> doomed;
-  uint64_t doomed_bytes = 0;
-  int young = 0;
-  for (const BuildahImage& image : *images) {
-    if (!image.names.empty() || image.read_only || !dangling_ids.contains(image.id)) {
-      continue;
-    }
-    if (now - image.created < m_options.min_dangling_age.count()) {
-      ++young;
-      continue;
-    }
-    doomed.push_back(image.id);
-    doomed_bytes += image.bytes;
-  }
+  StaleImages verdict = stale(*listing, note);
   result.lines.push_back(fmt::format(
-      "[disk-store] buildah: removing {} dangling image(s) ({} as listed); keep {:g} GB does not "
-      "apply: buildah has no size-bounded prune, and its layer cache (intermediate images) stays",
-      doomed.size(), format_size(doomed_bytes), keep_gb));
-  if (young > 0) {
+      "[disk-store] buildah: removing {} dangling image(s) no build can reuse ({} as listed); "
+      "keep {:g} GB does not apply: buildah has no size-bounded prune, and its layer cache stays",
+      verdict.stale.size(), decimal_size(verdict.stale_bytes), keep_gb));
+  if (verdict.reused > 0) {
+    result.lines.push_back(fmt::format(
+        "[disk-store] buildah: kept {} dangling image(s) that tagged or recent images build on: "
+        "they are layer cache a build reuses",
+        verdict.reused));
+  }
+  if (verdict.layerless > 0) {
+    result.lines.push_back(fmt::format(
+        "[disk-store] buildah: kept {} dangling image(s) without a layer: they free nothing, and "
+        "buildah cannot see what builds on them",
+        verdict.layerless));
+  }
+  if (verdict.young > 0) {
     result.lines.push_back(fmt::format(
         "[disk-store] buildah: kept {} dangling image(s) younger than {} s: a running build may "
         "be about to start its next step from them",
-        young, m_options.min_dangling_age.count()));
+        verdict.young, m_options.min_dangling_age.count()));
+  }
+  if (verdict.unreadable > 0) {
+    result.lines.push_back(fmt::format(
+        "[disk-store] WARN buildah: kept {} dangling image(s) whose history could not be read: {}",
+        verdict.unreadable, join(verdict.errors, "; ")));
   }
 
-  Removal removal;
-  for (size_t first = 0; first < doomed.size(); first += k_ids_per_removal) {
+  BuildahRemoval removal;
+  for (size_t first = 0; first < verdict.stale.size(); first += k_ids_per_removal) {
     std::vector<std::string> argv = command({"rmi"});
-    size_t last = std::min(doomed.size(), first + k_ids_per_removal);
-    argv.insert(argv.end(), doomed.begin() + static_cast<std::ptrdiff_t>(first),
-                doomed.begin() + static_cast<std::ptrdiff_t>(last));
-    CapturedRun removed = step(argv);
+    size_t last = std::min(verdict.stale.size(), first + k_ids_per_removal);
+    argv.insert(argv.end(), verdict.stale.begin() + static_cast<std::ptrdiff_t>(first),
+                verdict.stale.begin() + static_cast<std::ptrdiff_t>(last));
+    note(argv);
+    CapturedRun removed = run_captured(argv, k_command_timeout);
     if (!removed.exit.spawn_error.empty() || removed.exit.timed_out) {
       removal.errors.push_back(removed.failure());
       continue;
     }
-    read_removal(removed.output, removal);
+    read_buildah_removal(removed.output, removal);
   }
-  if (!doomed.empty()) {
-    result.lines.push_back(fmt::format(
-        "[disk-store] buildah: removed {} image(s) (dangling ones and the parents only they used)",
-        removal.removed.size()));
+  if (!removal.removed.empty()) {
+    result.lines.push_back(
+        fmt::format("[disk-store] buildah: removed {} image(s) (the dangling ones and the "
+                    "parents only they used): {}",
+                    removal.removed.size(), named_ids(removal.removed, removal.removed.size())));
+  }
+  std::vector<std::string> lost;
+  for (const std::string& id : removal.removed) {
+    if (verdict.kept.contains(id)) {
+      lost.push_back(id);
+    }
+  }
+  if (!lost.empty()) {
+    // buildah removes a parent it finds dangling; one it misjudged is lost cache.
+    result.lines.push_back(
+        fmt::format("[disk-store] WARN buildah also removed {} image(s) kiln meant to keep: {}",
+                    lost.size(), named_ids(lost, lost.size())));
   }
   if (removal.in_use > 0) {
     result.lines.push_back(fmt::format(
@@ -303,6 +503,15 @@ LayerPrune BuildahStore::prune_layers(double keep_gb) const {
     result.lines.push_back(
         fmt::format("[disk-store] WARN buildah image removal failed: {}", error));
   }
+  result.removed_any = !removal.removed.empty();
+  int kept = static_cast<int>(verdict.kept.size()) + removal.in_use;
+  result.summary =
+      result.removed_any ? fmt::format("removed {} image(s) ({})", removal.removed.size(),
+                                       named_ids(removal.removed, k_ids_named))
+      : kept == 0        ? std::string("removed nothing (no dangling image)")
+                         : fmt::format("removed nothing (kept {} dangling image(s) a build can "
+                                              "reuse, without a layer, recent or in use)",
+                                       kept);
 
   CacheDirCount after = count_cache_dirs(cache_dirs);
   result.cache_mounts_after = after.mounts;
@@ -325,14 +534,12 @@ LayerPrune BuildahStore::prune_layers(double keep_gb) const {
   return result;
 }
 
-std::vector<std::string> BuildahStore::dangling_images() const {
-  CapturedRun listed = run_captured(
-      command({"images", "--filter", "dangling=true", "--quiet", "--no-trunc"}), k_command_timeout);
-  if (!listed.exit.ok()) {
+std::vector<std::string> BuildahStore::stale_images() const {
+  auto listing = list();
+  if (!listing) {
     return {};
   }
-  std::set<std::string> ids = parse_id_lines(listed.output);
-  return {ids.begin(), ids.end()};
+  return stale(*listing).stale;
 }
 
 std::vector<std::string> BuildahStore::tagged_images() const {
@@ -356,11 +563,23 @@ std::vector<std::string> BuildahStore::tagged_images() const {
   return tags;
 }
 
-bool BuildahStore::remove_image(const std::string& reference) const {
+tl::expected<void, std::string> BuildahStore::remove_image(const std::string& reference) const {
+  auto own = steps(reference);
+  if (!own) {
+    return tl::unexpected(own.error());
+  }
+  if (own->diff_ids.empty()) {
+    return tl::unexpected(std::string("it holds no layer: removing it frees nothing, and buildah "
+                                      "would take the layerless images it builds on along"));
+  }
   // Without force: removing an image a container uses fails instead of taking it away.
   std::vector<std::string> argv = command({"rmi"});
   argv.push_back(reference);
-  return run_captured(argv, k_command_timeout).exit.ok();
+  CapturedRun removed = run_captured(argv, k_command_timeout);
+  if (!removed.exit.ok()) {
+    return tl::unexpected(removed.failure());
+  }
+  return {};
 }
 
 } // namespace kiln

@@ -3,7 +3,9 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,12 +23,56 @@ struct BuildahImage {
   /// The image's whole size as buildah lists it (3 significant digits). It counts every parent
   /// layer, which images share, so a sum over images overstates the disk they use.
   uint64_t bytes = 0;
-  int64_t created = 0; // Unix seconds
+  int64_t created = 0; // Unix seconds: the config's date (`--timestamp` sets it), not the store's
   bool read_only = false;
 };
 
 /// Parse `buildah images --json` output; an error when it is not the JSON list buildah prints.
 tl::expected<std::vector<BuildahImage>, std::string> parse_buildah_images(std::string_view text);
+
+/// The store root `buildah info` names (`store.GraphRoot`): where the layers are written.
+tl::expected<std::filesystem::path, std::string> parse_buildah_info(std::string_view text);
+
+/// What of an image's config says which build steps it holds: its history entries (each as
+/// compact JSON, compared whole, as buildah's layer cache compares them) and its layers.
+struct BuildahImageSteps {
+  std::vector<std::string> history;
+  std::vector<std::string> diff_ids;
+};
+
+/// The steps in `buildah inspect --type image` output (its `OCIv1` config).
+tl::expected<BuildahImageSteps, std::string> parse_buildah_inspect(std::string_view text);
+
+/// Which dangling images no build can reuse, and why the others stay.
+///
+/// buildah's layer cache is every image whose history and layers a build's steps repeat, tagged
+/// or not, and `--filter dangling=true` lists some of them: an image with no layer (`FROM
+/// scratch` + `ARG`) has no layer that links it to what was built on it, so buildah counts it
+/// childless. Removing that one made the next build miss from step 2. An image is reused when
+/// its history and layers begin another image's that a build still wants: a tagged one, or any
+/// younger than the minimum age (a build running or just failed, whose retry starts from its
+/// steps).
+///
+/// `buildah rmi` also removes each parent the removal leaves dangling, and for a layerless
+/// parent that is again blind to what builds on it; a layerless image frees nothing anyway, so
+/// none is ever removed.
+struct StaleImages {
+  std::vector<std::string> stale; // ids, in listing order
+  uint64_t stale_bytes = 0;       // as listed
+  std::set<std::string> kept;     // dangling ids that stay, for whatever reason below
+  int reused = 0;                 // in the history of a tagged or recent image
+  int young = 0;                  // younger than the minimum age
+  int layerless = 0;
+  int unreadable = 0; // config not readable: kept, since nothing is known of it
+  std::vector<std::string> errors;
+};
+
+/// Sort the dangling images of `images` (ids in `dangling`); `steps` reads an image's config,
+/// or says why it cannot. `now` and `min_age` decide which images are recent.
+StaleImages find_stale_images(
+    const std::vector<BuildahImage>& images, const std::set<std::string>& dangling,
+    const std::function<tl::expected<BuildahImageSteps, std::string>(const std::string&)>& steps,
+    int64_t now, std::chrono::seconds min_age);
 
 /// Where buildah keeps RUN --mount=type=cache directories, outside its image store, one
 /// subfolder per cache id (or per target when the mount names no id): `$TMPDIR` (else
@@ -42,44 +88,68 @@ struct CacheDirCount {
 };
 CacheDirCount count_cache_dirs(const std::vector<std::filesystem::path>& dirs);
 
+/// The ids `buildah rmi` printed as removed (the images asked for, and the parents it took with
+/// them), with the errors it printed, those about an image in use set apart.
+struct BuildahRemoval {
+  std::vector<std::string> removed;
+  int in_use = 0;
+  std::vector<std::string> errors;
+};
+void read_buildah_removal(std::string_view output, BuildahRemoval& removal);
+
 struct BuildahStoreOptions {
   /// Put right after `buildah` in every command, e.g. `--root R --runroot RR` for a private
   /// store (the tests use one, so a prune never reaches another run's images).
   std::vector<std::string> global_flags;
-  /// A dangling image younger than this stays. A `--layers` build commits each step as an
-  /// untagged image and only then starts the next step's container from it; in between, that
-  /// image looks dangling, and removing it would fail the running build.
+  /// An image younger than this is a recent build's step: it stays, and so does every image it
+  /// builds on. A `--layers` build commits each step as an untagged image and only then starts
+  /// the next step's container from it; in between, that image looks dangling, and removing it
+  /// would fail the running build.
   std::chrono::seconds min_dangling_age{std::chrono::minutes(10)};
 };
 
-/// buildah's store through the `buildah` CLI. Its layer lever removes dangling images only
-/// (untagged, nothing built on them; their parents go too once nothing else uses them), one id
-/// at a time and without force, so an image a container uses stays. The cache-mount folders
-/// are never touched, and their survival is checked after every prune.
+/// buildah's store through the `buildah` CLI. Its layer lever removes the dangling images no
+/// build can reuse (find_stale_images), one batch of ids at a time and without force, so an
+/// image a container uses stays. The cache-mount folders are never touched, and their survival
+/// is checked after every prune.
 class BuildahStore : public StoreLevers {
 public:
   explicit BuildahStore(BuildahStoreOptions options = {}) : m_options(std::move(options)) {}
 
   std::string engine() const override { return "buildah"; }
 
-  /// Types: `image` (tagged), `dangling` (what prune_layers frees), `intermediate` (untagged
-  /// layer cache under another image) and `cache-mount` (the cache folders; records = mounts).
-  /// reclaimable_bytes is the dangling images' listed size.
+  /// `buildah info`'s store root.
+  tl::expected<StoreLocation, std::string> location() const override;
+
+  /// Types: `image` (tagged), `dangling` (what prune_layers removes: no build can reuse it),
+  /// `intermediate` (untagged layer cache that stays) and `cache-mount` (the cache folders;
+  /// records = mounts). reclaimable_bytes is the `dangling` images' listed size.
   tl::expected<StoreUsage, std::string> usage() const override;
 
   /// buildah has no size-bounded prune: keep_gb cannot be applied, and need not be, since the
-  /// layer cache a build reuses (the intermediate images under tagged ones) is never removed.
+  /// layer cache a build reuses is never removed.
   LayerPrune prune_layers(double keep_gb) const override;
 
-  /// Bare ids of `buildah images --filter dangling=true`.
-  std::vector<std::string> dangling_images() const override;
+  /// The ids prune_layers would remove.
+  std::vector<std::string> stale_images() const override;
   /// Every `name:tag` an image carries.
   std::vector<std::string> tagged_images() const override;
-  /// `buildah rmi <reference>`, without force: an image a container uses stays.
-  bool remove_image(const std::string& reference) const override;
+  /// `buildah rmi <reference>`, without force: an image a container uses stays. A layerless
+  /// image is refused (it frees nothing, and buildah would take its layerless parents along).
+  tl::expected<void, std::string> remove_image(const std::string& reference) const override;
 
 private:
+  struct Listing {
+    std::vector<BuildahImage> images;
+    std::set<std::string> dangling;
+  };
   std::vector<std::string> command(std::initializer_list<std::string> args) const;
+  tl::expected<Listing, std::string>
+  list(const std::function<void(const std::vector<std::string>&)>& ran = nullptr) const;
+  StaleImages
+  stale(const Listing& listing,
+        const std::function<void(const std::vector<std::string>&)>& ran = nullptr) const;
+  tl::expected<BuildahImageSteps, std::string> steps(const std::string& reference) const;
 
   BuildahStoreOptions m_options;
 };

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "disk/buildkit_daemon.h"
 #include "util/process.h"
 #include "util/strings.h"
 
@@ -41,18 +42,6 @@ uint64_t unfreeable_bytes(const std::vector<DuRecord>& records) {
 
 uint64_t ceil_mb(uint64_t bytes) {
   return (bytes + 999'999) / 1'000'000;
-}
-
-/// A size the way buildctl prints it, decimal units, so log lines compare with `buildctl du`.
-std::string format_size(uint64_t bytes) {
-  static constexpr const char* k_units[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB"};
-  double value = static_cast<double>(bytes);
-  size_t unit = 0;
-  while (value >= 1000 && unit + 1 < std::size(k_units)) {
-    value /= 1000;
-    ++unit;
-  }
-  return unit == 0 ? fmt::format("{}B", bytes) : fmt::format("{:.2f}{}", value, k_units[unit]);
 }
 
 } // namespace
@@ -127,6 +116,17 @@ uint64_t parse_human_size(std::string_view text) {
   return 0;
 }
 
+std::string decimal_size(uint64_t bytes) {
+  static constexpr const char* k_units[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1000 && unit + 1 < std::size(k_units)) {
+    value /= 1000;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{}B", bytes) : fmt::format("{:.2f}{}", value, k_units[unit]);
+}
+
 std::string effective_type(const DuRecord& record) {
   return record.type.empty() ? std::string(k_regular_type) : record.type;
 }
@@ -162,6 +162,10 @@ std::vector<std::string> BuildkitStore::prune_argv(uint64_t keep_mb) const {
                            std::to_string(keep_mb), "--verbose"});
 }
 
+tl::expected<StoreLocation, std::string> BuildkitStore::location() const {
+  return locate_buildkitd(m_address);
+}
+
 tl::expected<StoreUsage, std::string> BuildkitStore::usage() const {
   CapturedRun du = run_captured(m_engine.command({"du", "--verbose"}), k_du_timeout);
   if (!du.exit.ok()) {
@@ -178,6 +182,7 @@ LayerPrune BuildkitStore::prune_layers(double keep_gb) const {
   };
   auto skip = [&](std::string why) {
     result.lines.push_back(fmt::format("[disk-store] WARN buildkit layer prune skipped: {}", why));
+    result.summary = "skipped: " + why;
     result.skipped = std::move(why);
     return result;
   };
@@ -231,10 +236,14 @@ LayerPrune BuildkitStore::prune_layers(double keep_gb) const {
       freed += record.bytes;
     }
     result.lines.push_back(fmt::format("[disk-store] buildkit: pruned {} layer record(s), {} freed",
-                                       pruned.size(), format_size(freed)));
+                                       pruned.size(), decimal_size(freed)));
+    result.removed_any = !pruned.empty();
+    result.summary =
+        fmt::format("pruned {} layer record(s), {}", pruned.size(), decimal_size(freed));
   } else {
     result.lines.push_back(
         fmt::format("[disk-store] WARN buildkit layer prune failed: {}", prune.failure()));
+    result.summary = "prune failed: " + prune.failure();
   }
 
   // Checked even after a failed prune: it may have deleted records before it failed.

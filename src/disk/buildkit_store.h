@@ -33,6 +33,10 @@ std::vector<DuRecord> parse_du_verbose(std::string_view text);
 /// is not a size.
 uint64_t parse_human_size(std::string_view text);
 
+/// A size the way buildctl and buildah print it, decimal units (`3.16MB`, `123B`), so log lines
+/// compare with their own output.
+std::string decimal_size(uint64_t bytes);
+
 /// The type BuildKit's prune filter sees: v0.11's cache manager treats an untyped record as
 /// `regular` (cache/manager.go, in both DiskUsage and prune).
 std::string effective_type(const DuRecord& record);
@@ -52,9 +56,14 @@ StoreUsage usage_from_records(const std::vector<DuRecord>& records);
 /// `exec.cachemount` records (ccache, sccache, apt, cargo) survive, checked after every prune.
 class BuildkitStore : public StoreLevers {
 public:
-  explicit BuildkitStore(BuildkitAddress address) : m_engine(std::move(address)) {}
+  explicit BuildkitStore(BuildkitAddress address)
+      : m_address(address), m_engine(std::move(address)) {}
 
   std::string engine() const override { return "buildkit"; }
+
+  /// The root of the buildkitd on a local unix socket (locate_buildkitd); a remote daemon's
+  /// cannot be known.
+  tl::expected<StoreLocation, std::string> location() const override;
 
   tl::expected<StoreUsage, std::string> usage() const override;
 
@@ -64,15 +73,18 @@ public:
 
   /// BuildKit keeps no image store kiln could list: a stage's image is the OCI layout kiln
   /// writes (or a registry push), so these find nothing and remove nothing.
-  std::vector<std::string> dangling_images() const override { return {}; }
+  std::vector<std::string> stale_images() const override { return {}; }
   std::vector<std::string> tagged_images() const override { return {}; }
-  bool remove_image(const std::string& /*reference*/) const override { return false; }
+  tl::expected<void, std::string> remove_image(const std::string& /*reference*/) const override {
+    return tl::unexpected(std::string("BuildKit keeps no image store kiln removes images from"));
+  }
 
   /// `buildctl [--addr A] prune --filter type==regular --keep-storage <keep_mb> --verbose`: the
   /// only place kiln builds a prune command.
   std::vector<std::string> prune_argv(uint64_t keep_mb) const;
 
 private:
+  BuildkitAddress m_address;
   BuildkitEngine m_engine;
 };
 

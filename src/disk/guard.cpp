@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "disk/slugs.h"
 #include "util/fs.h"
+#include "util/strings.h"
 
 namespace kiln {
 
@@ -80,13 +82,48 @@ std::string tagged_text(int count) {
   return count < 0 ? std::string("an unknown number of") : std::to_string(count);
 }
 
-struct ImagePass {
-  int dangling = 0;
-  int tags = 0;
-  int removed = 0;
-};
+/// Why freeing space under `path` does nothing for the filesystem short of space (device
+/// `short_device`, at `short_path`), or nothing when it is that filesystem. A device that
+/// cannot be read counts as another: a lever acts only where it is known to help.
+std::optional<std::string> elsewhere(const std::filesystem::path& path,
+                                     const tl::expected<uint64_t, std::string>& short_device,
+                                     const std::filesystem::path& short_path) {
+  if (!short_device) {
+    return fmt::format("cannot be compared with {} ({})", short_path.string(),
+                       short_device.error());
+  }
+  auto device = filesystem_device(path);
+  if (!device) {
+    return fmt::format("cannot be compared with {} ({})", short_path.string(), device.error());
+  }
+  if (*device != *short_device) {
+    return fmt::format("is on another filesystem than {}", short_path.string());
+  }
+  return std::nullopt;
+}
+
+/// How many removed things a record names before it only counts the rest.
+constexpr size_t k_names_shown = 5;
 
 } // namespace
+
+std::string store_elsewhere(const StoreLevers* store, const std::filesystem::path& path) {
+  tl::expected<StoreLocation, std::string> location = tl::unexpected(std::string());
+  try {
+    location = store->location();
+  } catch (const std::exception& error) {
+    location = tl::unexpected(std::string(error.what()));
+  }
+  if (!location) {
+    return fmt::format("where the {} store keeps its data is unknown ({}), so it is not pruned "
+                       "for {}",
+                       engine_name(store), location.error(), path.string());
+  }
+  if (auto away = elsewhere(location->path, filesystem_device(path), path)) {
+    return fmt::format("{} {}", location->shown, *away);
+  }
+  return "";
+}
 
 double effective_keep_gb(const DiskPolicy& policy, std::string* note) {
   double keep = policy.buildkit_keep_gb;
@@ -118,7 +155,6 @@ ReclaimOutcome reclaim(const DiskPolicy& p, const std::string& where, uint64_t t
   ReclaimOutcome out;
   auto initial = free_bytes(p.path);
   if (!initial) {
-    out.nothing = true;
     out.record =
         fmt::format("WARN [disk-reclaim] {}: {}; nothing reclaimed", where, initial.error());
     return out;
@@ -138,16 +174,46 @@ ReclaimOutcome reclaim(const DiskPolicy& p, const std::string& where, uint64_t t
     out.free_after_gb = out.free_before_gb;
     return out;
   }
+  // Every lever frees space only on its own filesystem: one whose storage is elsewhere is left
+  // alone, however short this one is (records on a tmpfs once had 40 images of the store on /
+  // removed for them, freeing nothing there).
+  auto short_device = filesystem_device(p.path);
 
   // (1) Slugs first: losing one costs export reuse for one stage, never a compile cache.
   if (p.cache_root.empty()) {
     out.lines.push_back("[disk-trim] skipped: no cache root is configured");
+    out.parts.push_back("cache exports: none configured");
+  } else if (auto away = elsewhere(p.cache_root, short_device, p.path)) {
+    out.lines.push_back(fmt::format("[disk-trim] skipped: {} {}", p.cache_root.string(), *away));
+    out.parts.push_back(
+        fmt::format("cache exports: untouched ({} {})", p.cache_root.string(), *away));
   } else {
     uint64_t start = gauge.free();
     TrimResult trim =
         trim_slugs(p.cache_root, target_free_bytes - start, p.keep_slugs, protected_slugs, p.path);
     out.lines.insert(out.lines.end(), trim.lines.begin(), trim.lines.end());
     out.trimmed = gain(start, gauge.measure());
+    out.removed_any = out.removed_any || trim.removed > 0;
+    out.parts.push_back(
+        trim.removed > 0
+            ? fmt::format("cache exports: removed {} ({}), freed {} GiB", trim.removed,
+                          first_names(trim.names, k_names_shown), gib_text(out.trimmed))
+        : trim.listed == 0 ? fmt::format("cache exports: none under {}", p.cache_root.string())
+                           : fmt::format("cache exports: removed none of {} (the newest {} and {} "
+                                         "protected are kept)",
+                                         trim.listed, p.keep_slugs, protected_slugs.size()));
+  }
+
+  // The engine store's two levers share one question: is the store on this filesystem?
+  std::string engine = store == nullptr ? std::string("engine") : engine_name(store);
+  std::string store_away; // why the store is left alone, or ""
+  if (store != nullptr && !met()) {
+    store_away = store_elsewhere(store, p.path);
+    if (!store_away.empty()) {
+      out.lines.push_back(fmt::format("[disk-store] skipped: {}", store_away));
+      out.parts.push_back(
+          fmt::format("{} store and its images: untouched ({})", engine, store_away));
+    }
   }
 
   // (2) The engine store's filtered prune, at most once per episode: it walks the whole store.
@@ -155,9 +221,13 @@ ReclaimOutcome reclaim(const DiskPolicy& p, const std::string& where, uint64_t t
     out.lines.push_back(met_line("[disk-store]"));
   } else if (store == nullptr) {
     out.lines.push_back("[disk-store] skipped: no engine levers here");
+    out.parts.push_back("engine store: no engine levers here");
+  } else if (!store_away.empty()) {
+    // said above, once for both levers
   } else if (store_already_pruned) {
     out.lines.push_back("[disk-store] skipped: already pruned once here (a second prune walks "
                         "the whole store again and frees nothing)");
+    out.parts.push_back(fmt::format("{} store: already pruned once here", engine));
   } else {
     std::string note;
     double keep = effective_keep_gb(p, &note);
@@ -166,107 +236,89 @@ ReclaimOutcome reclaim(const DiskPolicy& p, const std::string& where, uint64_t t
     }
     uint64_t start = gauge.free();
     out.store_prune_ran = true;
+    std::string summary;
     try {
       LayerPrune prune = store->prune_layers(keep);
       out.lines.insert(out.lines.end(), prune.lines.begin(), prune.lines.end());
       if (!prune.ran) {
         out.lines.push_back("[disk-store] prune did not run: " + prune.skipped);
       }
+      out.removed_any = out.removed_any || prune.removed_any;
+      summary = prune.summary.empty() ? std::string("pruned") : prune.summary;
     } catch (const std::exception& error) {
       out.lines.push_back(fmt::format("[disk-store] prune failed: {}", error.what()));
+      summary = fmt::format("prune failed: {}", error.what());
     }
     out.store_freed = gain(start, gauge.measure());
+    out.parts.push_back(
+        fmt::format("{} store: {}, freed {} GiB", engine, summary, gib_text(out.store_freed)));
   }
 
   // (3) Images, only between stages, measured after each removal: the unique layers an image
   // holds, not its size, are what removing it frees.
-  ImagePass images;
   if (met()) {
     out.lines.push_back(met_line("[disk-image]"));
+  } else if (store == nullptr || !store_away.empty()) {
+    // said above
   } else if (!images_allowed) {
     out.lines.push_back("[disk-image] skipped: images are not removed while a build runs (an "
                         "image prune once took a blob out from under a running build)");
-  } else if (store == nullptr) {
-    out.lines.push_back("[disk-image] skipped: no engine levers here");
+    out.parts.push_back(
+        fmt::format("images: not looked at while a build runs ({} tagged image(s) in the {} "
+                    "store, removable only between stages)",
+                    tagged_text(tagged_count(store)), engine));
   } else {
     uint64_t start = gauge.free();
-    std::vector<std::string> dangling;
+    std::vector<std::string> stale;
     try {
-      dangling = store->dangling_images();
+      stale = store->stale_images();
     } catch (const std::exception& error) {
-      out.lines.push_back(
-          fmt::format("[disk-image] cannot list dangling images: {}", error.what()));
+      out.lines.push_back(fmt::format("[disk-image] cannot list stale images: {}", error.what()));
     }
-    images.dangling = static_cast<int>(dangling.size());
-    images.tags = static_cast<int>(removable_tags.size());
-    std::vector<std::string> order = dangling;
+    std::vector<std::string> order = stale;
     order.insert(order.end(), removable_tags.begin(), removable_tags.end());
+    std::vector<std::string> removed;
     for (const std::string& reference : order) {
       if (met()) {
         break;
       }
       uint64_t before = gauge.free();
-      bool removed = false;
-      std::string why;
+      tl::expected<void, std::string> done = tl::unexpected(std::string());
       try {
-        removed = store->remove_image(reference);
+        done = store->remove_image(reference);
       } catch (const std::exception& error) {
-        why = std::string(": ") + error.what();
+        done = tl::unexpected(std::string(error.what()));
       }
       uint64_t after = gauge.measure();
-      if (!removed) {
-        out.lines.push_back(fmt::format("[disk-image] cannot remove {}{}", reference, why));
+      if (!done) {
+        out.lines.push_back(fmt::format("[disk-image] kept {}: {}", reference, done.error()));
         continue;
       }
-      ++images.removed;
+      removed.push_back(reference);
       out.lines.push_back(fmt::format("[disk-image] removed {}: freed {} GiB; {}G free now",
                                       reference, gib_text(gain(before, after)), gib_text(after)));
     }
     out.images_freed = gain(start, gauge.measure());
+    out.removed_any = out.removed_any || !removed.empty();
+    out.parts.push_back(
+        !removed.empty()
+            ? fmt::format("images: removed {} ({}), freed {} GiB", removed.size(),
+                          first_names(removed, k_names_shown), gib_text(out.images_freed))
+            : fmt::format("images: removed none of {} stale image(s) and {} tag(s) the rest of "
+                          "the run does not need",
+                          stale.size(), removable_tags.size()));
   }
 
   uint64_t after = gauge.measure();
   out.free_after_gb = bytes_gb(after);
   std::string short_note =
       after < target_free_bytes ? fmt::format("; still short of the {}G target", target_text) : "";
-  out.nothing = out.trimmed == 0 && out.store_freed == 0 && out.images_freed == 0;
-  if (!out.nothing) {
-    out.record =
-        fmt::format("[disk-reclaim] {}: freed {} GiB of cache exports + {} GiB of "
-                    "engine store + {} GiB of images ({}G -> {}G free){}",
-                    where, gib_text(out.trimmed), gib_text(out.store_freed),
-                    gib_text(out.images_freed), gib_text(*initial), gib_text(after), short_note);
-    return out;
-  }
-
   std::string head =
-      fmt::format("WARN [disk-reclaim] {}: NOTHING was reclaimable ({}G -> {}G free)", where,
-                  gib_text(*initial), gib_text(after));
-  if (!images_allowed) {
-    std::string unseen =
-        store == nullptr
-            ? std::string("the engine store and its tagged images (no engine levers here)")
-            : fmt::format("{} tagged image(s) in the {} store", tagged_text(tagged_count(store)),
-                          engine_name(store));
-    out.record = fmt::format("{}; not looked at: {}, removable only between runs", head, unseen);
-    return out;
-  }
-  size_t slugs = p.cache_root.empty() ? 0 : list_slugs(p.cache_root).size();
-  std::string store_seen =
-      store == nullptr ? std::string("no engine store (no engine levers here)")
-      : store_already_pruned
-          ? fmt::format("the {} store (already pruned once here)", engine_name(store))
-          : fmt::format("the {} store's layer cache", engine_name(store));
-  std::string images_seen =
-      store == nullptr
-          ? std::string("no images")
-          : fmt::format("{} dangling image(s) and {} tag(s) the rest of the run does not need; "
-                        "{} tagged image(s) remain in the store",
-                        images.dangling, images.tags, tagged_text(tagged_count(store)));
-  out.record =
-      fmt::format("{}; looked at: {} cache export(s) (the newest {} and {} protected "
-                  "are kept), {}, {}",
-                  head, slugs, p.keep_slugs, protected_slugs.size(), store_seen, images_seen);
+      out.removed_any
+          ? fmt::format("[disk-reclaim] {}: freed {} GiB", where, gib_text(gain(*initial, after)))
+          : fmt::format("WARN [disk-reclaim] {}: NOTHING was removed", where);
+  out.record = fmt::format("{} ({}G -> {}G free{}); {}", head, gib_text(*initial), gib_text(after),
+                           short_note, join(out.parts, "; "));
   return out;
 }
 
@@ -348,11 +400,10 @@ GateResult stage_floor(const DiskPolicy& p, const std::string& stage, double flo
   }
   gate.ok = false;
   gate.message = fmt::format(
-      "{}G free on {}, stage {} needs {}G; reclaimed {} GiB of cache exports + {} GiB of engine "
-      "store + {} GiB of images and it is still short by {}G: free space on {} or lower the "
-      "stage's disk floor{}",
-      gib_text(now), p.path.string(), stage, floor_text, gib_text(outcome.trimmed),
-      gib_text(outcome.store_freed), gib_text(outcome.images_freed), shortfall_text(floor - now),
+      "{}G free on {}, stage {} needs {}G and is still short by {}G after a reclaim ({}): free "
+      "space on {} or lower the stage's disk floor{}",
+      gib_text(now), p.path.string(), stage, floor_text, shortfall_text(floor - now),
+      outcome.parts.empty() ? std::string("nothing reclaimed") : join(outcome.parts, "; "),
       p.path.string(), largest_folder_note(p));
   return gate;
 }

@@ -78,16 +78,6 @@ fs::file_time_type file_time(const struct timespec& t) {
       std::chrono::duration_cast<std::chrono::system_clock::duration>(since_epoch)));
 }
 
-/// The nearest existing path at or above `path`, as `free_bytes` measures it.
-fs::path existing_ancestor(const fs::path& path) {
-  fs::path probe = path;
-  std::error_code error;
-  while (!probe.empty() && !fs::exists(probe, error) && probe != probe.root_path()) {
-    probe = probe.parent_path();
-  }
-  return probe.empty() ? fs::path(".") : probe;
-}
-
 std::string age_text(fs::file_time_type mtime) {
   auto age = fs::file_time_type::clock::now() - mtime;
   double seconds = std::chrono::duration<double>(age).count();
@@ -125,14 +115,21 @@ std::string gib_text(uint64_t bytes, bool round_up) {
   return gib_text(static_cast<double>(bytes) / static_cast<double>(k_gib), round_up);
 }
 
-bool same_filesystem(const fs::path& a, const fs::path& b) {
-  struct stat sa {};
-  struct stat sb {};
-  if (::stat(existing_ancestor(a).c_str(), &sa) != 0 ||
-      ::stat(existing_ancestor(b).c_str(), &sb) != 0) {
-    return false;
+std::string first_names(const std::vector<std::string>& names, size_t at_most) {
+  std::string text;
+  for (size_t i = 0; i < names.size() && i < at_most; ++i) {
+    text += (i == 0 ? "" : ", ") + names[i];
   }
-  return sa.st_dev == sb.st_dev;
+  if (names.size() > at_most) {
+    text += fmt::format(" and {} more", names.size() - at_most);
+  }
+  return text;
+}
+
+bool same_filesystem(const fs::path& a, const fs::path& b) {
+  auto da = filesystem_device(a);
+  auto db = filesystem_device(b);
+  return da && db && *da == *db;
 }
 
 std::vector<Slug> list_slugs(const fs::path& root) {
@@ -200,6 +197,7 @@ TrimResult trim_slugs(const fs::path& root, uint64_t deficit_bytes, size_t keep_
   }
 
   std::vector<Slug> slugs = list_slugs(root);
+  result.listed = slugs.size();
   size_t candidates = slugs.size() > keep_newest ? slugs.size() - keep_newest : 0;
   uint64_t nominal = 0;
   for (size_t i = 0; i < candidates; ++i) {
@@ -224,6 +222,7 @@ TrimResult trim_slugs(const fs::path& root, uint64_t deficit_bytes, size_t keep_
       continue;
     }
     ++result.removed;
+    result.names.push_back(slug.name);
     nominal += slug.bytes;
     result.lines.push_back(fmt::format("[disk-trim] removed {} ({} GiB, {} old)", slug.name,
                                        gib_text(slug.bytes), age_text(slug.mtime)));

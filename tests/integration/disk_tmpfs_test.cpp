@@ -64,36 +64,44 @@ std::string joined(const std::vector<std::string>& lines) {
   return out;
 }
 
-/// A stand-in for an engine store kept as files on the tmpfs: an image is a file (a hard link
-/// shares its layer, so removing it frees nothing), the layer cache is one file that the first
-/// prune deletes and later prunes find gone. Counts what is asked of it.
+/// A stand-in for an engine store kept as files in `dir` (on the tmpfs unless a test puts it
+/// elsewhere): an image is a file (a hard link shares its layer, so removing it frees
+/// nothing), the layer cache is one file that the first prune deletes and later prunes find
+/// gone. Counts what is asked of it.
 class FileStore : public StoreLevers {
 public:
   explicit FileStore(fs::path dir) : m_dir(std::move(dir)) {}
 
   std::string engine() const override { return "fake"; }
+  tl::expected<StoreLocation, std::string> location() const override {
+    return StoreLocation{m_dir, "the fake store " + m_dir.string()};
+  }
   tl::expected<StoreUsage, std::string> usage() const override { return StoreUsage{}; }
   LayerPrune prune_layers(double keep_gb) const override {
     ++m_prunes;
     m_last_keep = keep_gb;
     std::error_code error;
-    fs::remove(m_dir / "layers", error);
     LayerPrune prune;
     prune.ran = true;
+    prune.removed_any = fs::remove(m_dir / "layers", error);
+    prune.summary = prune.removed_any ? "removed the layer cache" : "removed nothing";
     prune.lines.push_back("[disk-store] fake prune");
     return prune;
   }
-  std::vector<std::string> dangling_images() const override { return m_dangling; }
+  std::vector<std::string> stale_images() const override { return m_stale; }
   std::vector<std::string> tagged_images() const override { return m_tagged; }
-  bool remove_image(const std::string& reference) const override {
+  tl::expected<void, std::string> remove_image(const std::string& reference) const override {
     std::lock_guard<std::mutex> lock(m_mutex);
     m_removed.push_back(reference);
     std::error_code error;
-    return fs::remove(m_dir / reference, error);
+    if (!fs::remove(m_dir / reference, error)) {
+      return tl::unexpected(std::string("no such image"));
+    }
+    return {};
   }
 
   fs::path m_dir;
-  std::vector<std::string> m_dangling;
+  std::vector<std::string> m_stale;
   std::vector<std::string> m_tagged;
   mutable std::atomic<int> m_prunes{0};
   mutable std::atomic<double> m_last_keep{-1};
@@ -180,7 +188,7 @@ protected:
     fs::create_hard_link(store->m_dir / "hello-base:1", store->m_dir / "hello-app:1");
     write_bytes(store->m_dir / "hello-sdk:1", k_slug);
     write_bytes(store->m_dir / "hello-zlib:1", k_slug);
-    store->m_dangling = {"sha256:d1"};
+    store->m_stale = {"sha256:d1"};
     store->m_tagged = {"hello-base:1", "hello-app:1", "hello-sdk:1", "hello-zlib:1"};
     return store;
   }
@@ -304,9 +312,9 @@ TEST_F(DiskTmpfs, StageFloorTrimsUnprotectedSlugsAndPasses) {
                                                     k_names[6], k_names[7]}));
   EXPECT_EQ(free(), 3 * k_mib);
   EXPECT_EQ(count_containing(gate.lines, "[disk-reclaim]"), 1) << joined(gate.lines);
-  EXPECT_EQ(gate.lines.back(),
-            "[disk-reclaim] before stage app: freed 0.000977 GiB of cache exports + 0 GiB of "
-            "engine store + 0 GiB of images (0.00195G -> 0.00293G free)");
+  EXPECT_EQ(gate.lines.back(), "[disk-reclaim] before stage app: freed 0.000977 GiB (0.00195G -> "
+                               "0.00293G free); cache exports: removed 2 (hello-base-amd64, "
+                               "hello-tools), freed 0.000977 GiB");
   EXPECT_EQ(count_containing(gate.lines, "[disk-store] skipped: 0.00293G free meets the 0.00293G "
                                          "target"),
             1);
@@ -329,9 +337,12 @@ TEST_F(DiskTmpfs, StageFloorRemovesImagesOneAtATimeUntilTheTarget) {
             1)
       << joined(gate.lines);
   EXPECT_EQ(count_containing(gate.lines, "[disk-reclaim]"), 1);
+  // hello-app:1 shares its layer with hello-base:1: removed, it freed nothing, and both say so.
   EXPECT_EQ(gate.lines.back(),
-            "[disk-reclaim] before stage app: freed 0 GiB of cache exports + 0.000244 GiB of "
-            "engine store + 0.000732 GiB of images (0.00195G -> 0.00293G free)");
+            "[disk-reclaim] before stage app: freed 0.000977 GiB (0.00195G -> 0.00293G free); "
+            "cache exports: removed none of 3 (the newest 3 and 0 protected are kept); fake "
+            "store: removed the layer cache, freed 0.000244 GiB; images: removed 3 (sha256:d1, "
+            "hello-app:1, hello-sdk:1), freed 0.000732 GiB");
 }
 
 TEST_F(DiskTmpfs, StageFloorRefusesWhenEveryLeverIsNotEnough) {
@@ -345,17 +356,20 @@ TEST_F(DiskTmpfs, StageFloorRefusesWhenEveryLeverIsNotEnough) {
   EXPECT_TRUE(fs::exists(store->m_dir / "hello-base:1")) << "not removable: the run needs it";
   EXPECT_EQ(gate.message,
             "0.00342G free on " + m_mnt.string() +
-                ", stage app needs 0.00684G; reclaimed 0 GiB of cache exports + 0.000244 GiB of "
-                "engine store + 0.00122 GiB of images and it is still short by 0.00342G: free "
-                "space on " +
+                ", stage app needs 0.00684G and is still short by 0.00342G after a reclaim (cache "
+                "exports: removed none of 3 (the newest 3 and 0 protected are kept); fake store: "
+                "removed the layer cache, freed 0.000244 GiB; images: removed 4 (sha256:d1, "
+                "hello-app:1, hello-sdk:1, hello-zlib:1), freed 0.00122 GiB): free space on " +
                 m_mnt.string() +
                 " or lower the stage's disk floor; the largest folder kiln manages is " +
                 m_cache.string() +
                 " (0.00146 GiB in 3 cache export(s), the newest 3 of which are always kept)");
   EXPECT_EQ(gate.lines.back(),
-            "[disk-reclaim] before stage app: freed 0 GiB of cache exports + 0.000244 GiB of "
-            "engine store + 0.00122 GiB of images (0.00195G -> 0.00342G free); still short of "
-            "the 0.00684G target");
+            "[disk-reclaim] before stage app: freed 0.00146 GiB (0.00195G -> 0.00342G free; "
+            "still short of the 0.00684G target); cache exports: removed none of 3 (the newest "
+            "3 and 0 protected are kept); fake store: removed the layer cache, freed 0.000244 "
+            "GiB; images: removed 4 (sha256:d1, hello-app:1, hello-sdk:1, hello-zlib:1), freed "
+            "0.00122 GiB");
 }
 
 TEST_F(DiskTmpfs, WatchdogLogsEveryTickAndReclaimsBelowTheGuard) {
@@ -374,9 +388,9 @@ TEST_F(DiskTmpfs, WatchdogLogsEveryTickAndReclaimsBelowTheGuard) {
             count_containing(lines, watch) - 1)
       << joined(lines);
   ASSERT_EQ(count_containing(lines, "[disk-reclaim]"), 1) << joined(lines);
-  EXPECT_EQ(count_containing(lines, "[disk-reclaim] watchdog during sdk: freed 0.000977 GiB of "
-                                    "cache exports + 0 GiB of engine store + 0 GiB of images "
-                                    "(0.00195G -> 0.00293G free)"),
+  EXPECT_EQ(count_containing(lines, "[disk-reclaim] watchdog during sdk: freed 0.000977 GiB "
+                                    "(0.00195G -> 0.00293G free); cache exports: removed 2 "
+                                    "(hello-base-amd64, hello-app-arm64), freed 0.000977 GiB"),
             1);
   EXPECT_EQ(slugs_left(), (std::vector<std::string>{k_names[0], k_names[3], k_names[4], k_names[5],
                                                     k_names[6], k_names[7]}));
@@ -402,9 +416,10 @@ TEST_F(DiskTmpfs, NothingReclaimableWithoutEngineLeversWarns) {
   ASSERT_TRUE(wait_for_lines("[disk-reclaim]", 1));
   watchdog.stop();
   EXPECT_EQ(count_containing(log(), "WARN [disk-reclaim] watchdog during sdk: NOTHING was "
-                                    "reclaimable (0.00195G -> 0.00195G free); not looked at: the "
-                                    "engine store and its tagged images (no engine levers here), "
-                                    "removable only between runs"),
+                                    "removed (0.00195G -> 0.00195G free; still short of the "
+                                    "0.00293G target); cache exports: removed none of 3 (the "
+                                    "newest 3 and 0 protected are kept); engine store: no engine "
+                                    "levers here"),
             count_containing(log(), "[disk-reclaim]"))
       << joined(log());
   EXPECT_EQ(slugs_left(), names(0, 3));
@@ -414,19 +429,52 @@ TEST_F(DiskTmpfs, NothingReclaimableNamesTheTaggedImagesItDidNotLookAt) {
   make_slugs(3);
   FileStore store(m_mnt / "store"); // no layer file: its prune frees nothing
   store.m_tagged = {"a:1", "b:1", "c:1", "d:1", "e:1"};
-  store.m_dangling = {"sha256:x"};
+  store.m_stale = {"sha256:x"};
   ballast_to(2 * k_mib);
   DiskPolicy p = policy();
   p.guard_gb = gb_of(3 * k_mib);
   DiskWatchdog watchdog(p, sink(), &store);
   watchdog.tick_now();
   std::vector<std::string> lines = log();
-  EXPECT_EQ(lines.back(), "WARN [disk-reclaim] watchdog: NOTHING was reclaimable (0.00195G -> "
-                          "0.00195G free); not looked at: 5 tagged image(s) in the fake store, "
-                          "removable only between runs")
+  EXPECT_EQ(lines.back(), "WARN [disk-reclaim] watchdog: NOTHING was removed (0.00195G -> "
+                          "0.00195G free; still short of the 0.00293G target); cache exports: "
+                          "removed none of 3 (the newest 3 and 0 protected are kept); fake "
+                          "store: removed nothing, freed 0 GiB; images: not looked at while a "
+                          "build runs (5 tagged image(s) in the fake store, removable only "
+                          "between stages)")
       << joined(lines);
   EXPECT_EQ(store.m_prunes.load(), 1);
   EXPECT_TRUE(store.m_removed.empty());
+}
+
+TEST_F(DiskTmpfs, AStoreOnAnotherFilesystemIsNeverTouchedForThisOne) {
+  // The records' tmpfs is short; the store lives on the disk under the temp folder. Its images
+  // and layers are there in full, and a floor here must not take any of them.
+  make_slugs(3);
+  fs::path away = m_mnt.string() + "-store";
+  FileStore store(away);
+  write_bytes(away / "layers", 256 * 1024);
+  write_bytes(away / "sha256:d1", 256 * 1024);
+  write_bytes(away / "other-chain:1", k_slug);
+  store.m_stale = {"sha256:d1"};
+  store.m_tagged = {"other-chain:1"};
+  ballast_to(2 * k_mib);
+  GateResult gate = stage_floor(policy(), "app", gb_of(3 * k_mib), {}, &store, {"other-chain:1"});
+  EXPECT_FALSE(gate.ok);
+  EXPECT_EQ(store.m_prunes.load(), 0);
+  EXPECT_TRUE(store.m_removed.empty());
+  EXPECT_TRUE(fs::exists(away / "layers"));
+  EXPECT_TRUE(fs::exists(away / "sha256:d1"));
+  EXPECT_TRUE(fs::exists(away / "other-chain:1"));
+  EXPECT_EQ(free(), 2 * k_mib);
+  EXPECT_EQ(gate.lines.back(),
+            "WARN [disk-reclaim] before stage app: NOTHING was removed (0.00195G -> 0.00195G "
+            "free; still short of the 0.00293G target); cache exports: removed none of 3 (the "
+            "newest 3 and 0 protected are kept); fake store and its images: untouched (the fake "
+            "store " +
+                away.string() + " is on another filesystem than " + m_mnt.string() + ")");
+  std::error_code error;
+  fs::remove_all(away, error);
 }
 
 TEST_F(DiskTmpfs, TheStorePruneRunsOncePerEpisode) {
@@ -443,15 +491,20 @@ TEST_F(DiskTmpfs, TheStorePruneRunsOncePerEpisode) {
   int ticks = count_containing(lines, "[disk-watch]");
   EXPECT_EQ(store->m_prunes.load(), 1);
   EXPECT_EQ(count_containing(lines, "[disk-reclaim]"), ticks) << "one record per tick below";
-  EXPECT_EQ(count_containing(lines, "[disk-reclaim] watchdog during sdk: freed 0 GiB of cache "
-                                    "exports + 0.000244 GiB of engine store + 0 GiB of images "
-                                    "(0.00195G -> 0.00220G free); still short of the 0.00293G "
-                                    "target"),
+  EXPECT_EQ(count_containing(lines, "[disk-reclaim] watchdog during sdk: freed 0.000244 GiB "
+                                    "(0.00195G -> 0.00220G free; still short of the 0.00293G "
+                                    "target); cache exports: removed none of 3 (the newest 3 and "
+                                    "0 protected are kept); fake store: removed the layer cache, "
+                                    "freed 0.000244 GiB; images: not looked at while a build runs "
+                                    "(4 tagged image(s) in the fake store"),
             1)
       << joined(lines);
   EXPECT_EQ(count_containing(lines, "[disk-store] skipped: already pruned once here"), ticks - 1);
-  EXPECT_EQ(count_containing(lines, "NOTHING was reclaimable (0.00220G -> 0.00220G free); not "
-                                    "looked at: 4 tagged image(s) in the fake store"),
+  EXPECT_EQ(count_containing(lines, "NOTHING was removed (0.00220G -> 0.00220G free; still short "
+                                    "of the 0.00293G target); cache exports: removed none of 3 "
+                                    "(the newest 3 and 0 protected are kept); fake store: already "
+                                    "pruned once here; images: not looked at while a build runs "
+                                    "(4 tagged image(s) in the fake store"),
             ticks - 1);
   EXPECT_TRUE(store->m_removed.empty()) << "no image is removed while a build runs";
 

@@ -99,6 +99,13 @@ KilnResult ChainDir::kiln(const std::vector<std::string>& args, const CancelToke
   return result;
 }
 
+std::string ChainDir::private_buildah_store() const {
+  write("storage.conf", "[storage]\ndriver = \"overlay\"\ngraphroot = \"" +
+                            (m_path / "store").string() + "\"\nrunroot = \"" +
+                            (m_path / "run").string() + "\"\n");
+  return (m_path / "storage.conf").string();
+}
+
 nlohmann::json ChainDir::latest_manifest() const {
   std::ifstream in(m_path / "records" / "latest" / "manifest.json");
   return nlohmann::json::parse(in);

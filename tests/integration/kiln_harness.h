@@ -43,6 +43,11 @@ public:
   KilnResult kiln(const std::vector<std::string>& args, const CancelToken* ctrl_c = nullptr,
                   const std::vector<std::pair<std::string, std::string>>& env = {}) const;
 
+  /// A buildah store of this test's own (graphroot and runroot in this folder), as the value
+  /// for CONTAINERS_STORAGE_CONF: with it in the environment, kiln run, kiln's levers and the
+  /// test's own buildah commands share that store, and a removal reaches no one else's images.
+  std::string private_buildah_store() const;
+
   /// The manifest of the newest run, through the `latest` link.
   nlohmann::json latest_manifest() const;
 

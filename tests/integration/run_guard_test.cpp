@@ -1,6 +1,8 @@
 // kiln run with its guards: the resource sampler and job budget on a real buildah demo run,
-// and the disk guard on a real tmpfs the test mounts (BuildKit stages through the fake
-// buildctl, which also replays the store's du and prune).
+// and the disk guard on a real tmpfs the test mounts: records there and the buildah store on
+// another disk, and BuildKit stages through the fake buildctl, which also replays the store's
+// du and prune (a stand-in process behind the daemon's socket says where its store is).
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -10,7 +12,10 @@
 
 #include <gtest/gtest.h>
 
+#include "disk/buildah_store.h"
 #include "kiln_harness.h"
+#include "stand_in_buildkitd.h"
+#include "util/strings.h"
 
 namespace kiln::testing {
 namespace {
@@ -84,7 +89,8 @@ TEST(RunResources, DemoSamplesEveryPhaseAndOffersTheBudget) {
   KilnResult summary = dir.kiln({"resources", "summarize", "records/latest/resources.csv"});
   EXPECT_EQ(summary.exit_code, 0);
   EXPECT_NE(summary.output.find("smoke"), std::string::npos) << summary.output;
-  EXPECT_EQ(dir.kiln({"run", "chain.toml", "--dry-run"}, nullptr, {{"KILN_JOBS", "many"}}).exit_code, 2);
+  EXPECT_EQ(
+      dir.kiln({"run", "chain.toml", "--dry-run"}, nullptr, {{"KILN_JOBS", "many"}}).exit_code, 2);
 }
 
 /// A small tmpfs mounted inside the test's folder: the disk whose free space kiln guards.
@@ -107,9 +113,16 @@ protected:
     }
   }
 
+  /// The daemon answers at a socket in the test's folder: nothing listens there unless a test
+  /// starts a stand-in, so where its store is stays unknown.
+  std::string socket() const { return (m_dir.path() / "buildkitd.sock").string(); }
+
   void write_chain(const std::string& disk, const std::string& stage_extra = "") {
     m_dir.write("chain.toml", "[chain]\nname = \"rd" + m_dir.nonce() +
-                                  "\"\nengine = \"buildkit\"\n\n[cache]\nroot = \"disk/cache\"\n"
+                                  "\"\nengine = \"buildkit\"\n\n[engine.buildkit]\nhost = "
+                                  "\"unix://" +
+                                  socket() +
+                                  "\"\n\n[cache]\nroot = \"disk/cache\"\n"
                                   "\n[disk]\npath = \"disk\"\n" +
                                   disk +
                                   "\n[[stage]]\nname = \"work\"\ndockerfile = "
@@ -189,17 +202,57 @@ TEST_F(RunDisk, TheWatchdogTrimsTheOldestExportsDuringAStage) {
   EXPECT_GE(count(driver, "[disk-watch] "), 2u) << driver;
 }
 
-TEST_F(RunDisk, NothingReclaimableIsAWarningThatSaysWhatItDidNotTouch) {
+TEST_F(RunDisk, ADaemonThatCannotBeLocatedIsNotPrunedAndTheWarningSaysWhy) {
   std::ofstream(m_disk / "ballast") << std::string(7 * 1024 * 1024, 'b');
   write_chain("floor_gb = 0\nguard_gb = 0.004\nwatch_interval_s = 1\n");
   KilnResult run = m_dir.kiln({"run", "chain.toml"}, nullptr, env());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   std::string driver = m_dir.read("records/latest/driver.log");
-  EXPECT_NE(driver.find("NOTHING was reclaimable"), std::string::npos) << driver;
-  // The BuildKit store was pruned with the filter, once, and its cache mounts survived.
+  std::string why = "where the buildkit store keeps its data is unknown (cannot connect to " +
+                    socket() + ": No such file or directory), so it is not pruned for " +
+                    (m_dir.path() / "disk").string();
+  EXPECT_NE(driver.find("WARN [disk-reclaim] watchdog during work: NOTHING was removed"),
+            std::string::npos)
+      << driver;
+  EXPECT_NE(driver.find("buildkit store and its images: untouched (" + why + ")"),
+            std::string::npos)
+      << driver;
+  EXPECT_EQ(count(m_dir.read("buildctl.log"), "\"command\":\"prune\""), 0u);
+  EXPECT_EQ(count(driver, "[disk-reclaim]"), count(run.output, "[disk-reclaim]")) << run.output;
+}
+
+TEST_F(RunDisk, TheStoreOfADaemonOnTheShortDiskIsPrunedOnceAndItsCacheMountsSurvive) {
+  std::filesystem::create_directories(m_disk / "buildkit");
+  StandInBuildkitd daemon(socket(), {"--root", (m_disk / "buildkit").string()});
+  std::ofstream(m_disk / "ballast") << std::string(7 * 1024 * 1024, 'b');
+  write_chain("floor_gb = 0\nguard_gb = 0.004\nwatch_interval_s = 1\n");
+  KilnResult run = m_dir.kiln({"run", "chain.toml"}, nullptr, env());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::string driver = m_dir.read("records/latest/driver.log");
   std::string buildctl = m_dir.read("buildctl.log");
   EXPECT_EQ(count(buildctl, "\"prune\",\"--filter\",\"type==regular\""), 1u) << buildctl;
   EXPECT_NE(driver.find("cache-mount record(s) survived"), std::string::npos) << driver;
+  // The console's record names what the prune removed, as driver.log does.
+  EXPECT_NE(run.output.find("buildkit store: pruned 14 layer record(s), 3.16MB, freed "),
+            std::string::npos)
+      << run.output;
+}
+
+TEST_F(RunDisk, TheStoreOfADaemonOnAnotherDiskIsLeftAlone) {
+  std::filesystem::create_directories(m_dir.path() / "buildkit");
+  StandInBuildkitd daemon(socket(), {"--root", (m_dir.path() / "buildkit").string()});
+  std::ofstream(m_disk / "ballast") << std::string(7 * 1024 * 1024, 'b');
+  write_chain("floor_gb = 0\nguard_gb = 0.004\nwatch_interval_s = 1\n");
+  KilnResult run = m_dir.kiln({"run", "chain.toml"}, nullptr, env());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(count(m_dir.read("buildctl.log"), "\"command\":\"prune\""), 0u);
+  EXPECT_NE(run.output.find("buildkit store and its images: untouched (the buildkit store " +
+                            (m_dir.path() / "buildkit").string() + " (buildkitd pid " +
+                            std::to_string(daemon.pid()) +
+                            ", its --root) is on another filesystem than " +
+                            (m_dir.path() / "disk").string() + ")"),
+            std::string::npos)
+      << run.output;
 }
 
 TEST_F(RunDisk, DiskStatusAndReclaimBetweenRuns) {
@@ -215,8 +268,8 @@ TEST_F(RunDisk, DiskStatusAndReclaimBetweenRuns) {
   EXPECT_NE(status.output.find("exec.cachemount"), std::string::npos) << status.output;
 
   // 8 MiB target: the two oldest exports are not enough, and a dry run removes nothing.
-  KilnResult dry =
-      m_dir.kiln({"disk", "reclaim", "chain.toml", "--target-gb", "0.003", "--dry-run"}, nullptr, env());
+  KilnResult dry = m_dir.kiln(
+      {"disk", "reclaim", "chain.toml", "--target-gb", "0.003", "--dry-run"}, nullptr, env());
   ASSERT_EQ(dry.exit_code, 0) << dry.output;
   EXPECT_NE(dry.output.find("remove cache export s0"), std::string::npos) << dry.output;
   EXPECT_NE(dry.output.find("remove cache export s1"), std::string::npos) << dry.output;
@@ -224,12 +277,129 @@ TEST_F(RunDisk, DiskStatusAndReclaimBetweenRuns) {
   EXPECT_TRUE(std::filesystem::exists(m_disk / "cache/s0"));
   EXPECT_EQ(count(m_dir.read("buildctl.log"), "\"command\":\"prune\""), 0u);
 
+  EXPECT_NE(dry.output.find("leave the buildkit store and its images alone: where the buildkit "
+                            "store keeps its data is unknown"),
+            std::string::npos)
+      << dry.output;
+  EXPECT_NE(status.output.find("buildkit store: where it keeps its data is unknown (cannot "
+                               "connect to " +
+                               socket() + ": No such file or directory)"),
+            std::string::npos)
+      << status.output;
+
   KilnResult real =
       m_dir.kiln({"disk", "reclaim", "chain.toml", "--target-gb", "0.003"}, nullptr, env());
   EXPECT_EQ(count(real.output, "[disk-reclaim]"), 1u) << real.output;
   EXPECT_FALSE(std::filesystem::exists(m_disk / "cache/s0"));
   EXPECT_FALSE(std::filesystem::exists(m_disk / "cache/s1"));
   EXPECT_TRUE(std::filesystem::exists(m_disk / "cache/s2"));
+}
+
+/// Every image of the store kiln's buildah commands reach, as `id names...`, sorted.
+std::vector<std::string> store_images() {
+  auto listed = capture_output({"buildah", "images", "--all", "--json", "--no-trunc"});
+  EXPECT_TRUE(listed) << listed.error();
+  auto images = parse_buildah_images(listed ? *listed : "");
+  EXPECT_TRUE(images) << images.error();
+  std::vector<std::string> out;
+  for (const BuildahImage& image : images ? *images : std::vector<BuildahImage>{}) {
+    std::string line = image.id;
+    for (const std::string& name : image.names) {
+      line += " " + name;
+    }
+    out.push_back(line);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(RunDiskElsewhere, AFloorFailingOnTmpfsRecordsRemovesNoImageFromAStoreOnAnotherDisk) {
+  if (::geteuid() != 0 || !capture_output({"buildah", "--version"})) {
+    GTEST_SKIP() << "needs root and buildah";
+  }
+  ChainDir dir;
+  std::string conf = dir.private_buildah_store();
+  ::setenv("CONTAINERS_STORAGE_CONF", conf.c_str(), 1);
+  std::filesystem::path records = dir.path() / "records";
+  std::filesystem::create_directories(records);
+  // Room for the run record and the kiln-cc copy a run puts beside it, far from 1 G.
+  ASSERT_EQ(::mount("tmpfs", records.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=64m"), 0);
+  struct Unmount {
+    std::filesystem::path path;
+    ~Unmount() {
+      ::umount2(path.c_str(), MNT_DETACH);
+      ::unsetenv("CONTAINERS_STORAGE_CONF");
+    }
+  } unmount{records};
+
+  // The store holds what the guard once removed for such a floor: another chain's image, and
+  // a dangling one dated 1970 (--timestamp 0), older than any age limit.
+  dir.write("other.Dockerfile", "FROM scratch\nCOPY busybox /bin/busybox\nCOPY marker /marker\n");
+  std::string other = "localhost/other-" + dir.nonce() + ":dev";
+  for (const char* marker : {"old", "new"}) {
+    dir.write("marker", std::string(marker) + "\n");
+    auto built = capture_output(
+        {"buildah", "build", "--isolation", "chroot", "--layers", "--timestamp", "0", "-f",
+         (dir.path() / "other.Dockerfile").string(), "-t", other, dir.path().string()});
+    ASSERT_TRUE(built) << built.error();
+  }
+  auto dangling = capture_output({"buildah", "images", "--filter", "dangling=true", "--quiet"});
+  ASSERT_TRUE(dangling) << dangling.error();
+  ASSERT_FALSE(trim(*dangling).empty()) << "the old build's image is dangling";
+  std::vector<std::string> before = store_images();
+
+  // [disk] path defaults to the records folder: the 64 MiB tmpfs, short of a 1 G floor.
+  dir.write("base.Dockerfile", k_base_dockerfile);
+  dir.write("chain.toml", "[chain]\nname = \"far-" + dir.nonce() +
+                              "\"\n\n[disk]\nfloor_gb = 1\n\n[[stage]]\nname = \"base\"\n"
+                              "dockerfile = \"base.Dockerfile\"\n");
+  KilnResult run = dir.kiln({"run", "chain.toml"}, nullptr, {{"CONTAINERS_STORAGE_CONF", conf}});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_EQ(store_images(), before) << run.output;
+
+  json stage = dir.latest_manifest()["stages"][0];
+  EXPECT_EQ(stage["status"], "failed");
+  EXPECT_TRUE(stage["attempts"].empty());
+  std::string why = "the buildah store " + (dir.path() / "store").string() +
+                    " is on another filesystem than " + records.string();
+  EXPECT_NE(stage["failure"].get<std::string>().find("buildah store and its images: untouched (" +
+                                                     why + ")"),
+            std::string::npos)
+      << stage["failure"];
+
+  // The console shows the reclaim's record as driver.log has it: nothing removed, and why.
+  std::string driver = dir.read("records/latest/driver.log");
+  std::vector<std::string> records_lines;
+  for (const std::string& line : lines_of(driver)) {
+    if (line.find("[disk-reclaim]") != std::string::npos) {
+      records_lines.push_back(line.substr(line.find(' ') + 1)); // after the timestamp
+    }
+  }
+  ASSERT_EQ(records_lines.size(), 1u) << driver;
+  EXPECT_TRUE(
+      records_lines[0].starts_with("WARN [disk-reclaim] before stage base: NOTHING was removed ("))
+      << records_lines[0];
+  EXPECT_NE(records_lines[0].find("buildah store and its images: untouched (" + why + ")"),
+            std::string::npos)
+      << records_lines[0];
+  EXPECT_NE(run.output.find("kiln: " + records_lines[0] + "\n"), std::string::npos) << run.output;
+
+  // Between runs the same rule holds, and status says where the store is.
+  Env store_env = {{"CONTAINERS_STORAGE_CONF", conf}};
+  KilnResult status = dir.kiln({"disk", "status", "chain.toml"}, nullptr, store_env);
+  EXPECT_EQ(status.exit_code, 0) << status.output;
+  EXPECT_NE(status.output.find("the buildah store " + (dir.path() / "store").string() +
+                               ": on another filesystem than " + records.string() +
+                               ": the disk guard leaves it alone"),
+            std::string::npos)
+      << status.output;
+  KilnResult reclaim =
+      dir.kiln({"disk", "reclaim", "chain.toml", "--target-gb", "1"}, nullptr, store_env);
+  EXPECT_EQ(reclaim.exit_code, 1) << reclaim.output;
+  EXPECT_NE(reclaim.output.find("buildah store and its images: untouched (" + why + ")"),
+            std::string::npos)
+      << reclaim.output;
+  EXPECT_EQ(store_images(), before);
 }
 
 } // namespace

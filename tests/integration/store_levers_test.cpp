@@ -1,6 +1,7 @@
 // The engine-store disk levers end to end: BuildkitStore against the fake buildctl replaying
-// the real v0.11.6 du/prune recordings, BuildahStore against real buildah 1.28 and its storage
-// (a private store, so a prune never reaches another run's images).
+// the real v0.11.6 du/prune recordings (and a stand-in process behind the daemon's socket, to
+// locate its store), BuildahStore against real buildah 1.28 and its storage (a private store,
+// so a prune never reaches another run's images).
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,8 +19,11 @@
 #include <nlohmann/json.hpp>
 
 #include "disk/buildah_store.h"
+#include "disk/buildkit_daemon.h"
 #include "disk/buildkit_store.h"
 #include "kiln_harness.h"
+#include "stand_in_buildkitd.h"
+#include "util/fs.h"
 #include "util/process.h"
 #include "util/strings.h"
 
@@ -260,6 +264,47 @@ TEST_F(StoreLevers, BuildkitMissingBuildctlIsSkippedWithOneWarn) {
   EXPECT_TRUE(invocations().empty());
 }
 
+TEST_F(StoreLevers, BuildkitLocatesALocalDaemonsStoreThroughItsSocket) {
+  fs::path socket = m_dir / "buildkitd.sock";
+  fs::path root = m_dir / "buildkit-root";
+  fs::create_directories(root);
+  testing::StandInBuildkitd daemon(
+      socket, {"--addr", "unix://" + socket.string(), "--root", root.string()});
+  BuildkitStore store(BuildkitAddress{"unix://" + socket.string(), "[engine.buildkit] host"});
+  auto location = store.location();
+  ASSERT_TRUE(location) << location.error();
+  std::string proc = "/proc/" + std::to_string(daemon.pid());
+  EXPECT_EQ(location->path, fs::path(proc + "/root") / root.relative_path());
+  EXPECT_EQ(location->shown, "the buildkit store " + root.string() + " (buildkitd pid " +
+                                 std::to_string(daemon.pid()) + ", its --root)");
+  // Seen through the daemon's root, the folder is the one it named.
+  EXPECT_EQ(filesystem_device(location->path).value(), filesystem_device(root).value());
+  EXPECT_TRUE(invocations().empty()) << "buildctl is not asked: BuildKit does not say";
+}
+
+TEST_F(StoreLevers, BuildkitARemoteOrSilentDaemonCannotBeLocated) {
+  BuildkitStore remote(BuildkitAddress{"tcp://10.0.0.5:1234", "BUILDKIT_HOST"});
+  auto far = remote.location();
+  ASSERT_FALSE(far);
+  EXPECT_EQ(far.error(), "tcp://10.0.0.5:1234 (from BUILDKIT_HOST) is not a local unix socket, "
+                         "and BuildKit does not say where its store is");
+  // A listener that is not buildkitd (systemd holding the socket) tells nothing of its flags.
+  fs::path held = m_dir / "activated.sock";
+  testing::StandInBuildkitd systemd(held, {"--root", m_dir.string()}, "/lib/systemd/systemd");
+  BuildkitStore activated(BuildkitAddress{"unix://" + held.string(), "[engine.buildkit] host"});
+  auto other = activated.location();
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error(), "the process listening on " + held.string() + " (pid " +
+                               std::to_string(systemd.pid()) +
+                               ", /lib/systemd/systemd) is not buildkitd");
+
+  fs::path socket = m_dir / "nobody.sock";
+  BuildkitStore silent(BuildkitAddress{"unix://" + socket.string(), "[engine.buildkit] host"});
+  auto none = silent.location();
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error(), "cannot connect to " + socket.string() + ": No such file or directory");
+}
+
 // ---------------------------------------------------------------------------------------------
 // buildah, for real
 
@@ -340,7 +385,11 @@ TEST_F(StoreLevers, BuildahPruneTakesOnlyDanglingImagesAndCacheMountsSurvive) {
 
   BuildahStore store(BuildahStoreOptions{buildah.flags(), std::chrono::seconds(0)});
   EXPECT_EQ(store.engine(), "buildah");
-  EXPECT_EQ(store.dangling_images(), std::vector<std::string>{first});
+  auto location = store.location();
+  ASSERT_TRUE(location) << location.error();
+  EXPECT_EQ(location->path, buildah.root);
+  EXPECT_EQ(location->shown, "the buildah store " + buildah.root.string());
+  EXPECT_EQ(store.stale_images(), std::vector<std::string>{first});
   EXPECT_EQ(store.tagged_images(), std::vector<std::string>{tag});
 
   auto usage = store.usage();
@@ -361,7 +410,7 @@ TEST_F(StoreLevers, BuildahPruneTakesOnlyDanglingImagesAndCacheMountsSurvive) {
                                         "than 600 s: a running build may be about to start its "
                                         "next step from them"))
       << join(kept.lines, "\n");
-  EXPECT_EQ(store.dangling_images().size(), 2u);
+  EXPECT_EQ(store.stale_images().size(), 2u);
 
   // A dangling image a container uses stays: removal without force fails for it, and that is
   // reported, not a fault.
@@ -373,7 +422,7 @@ TEST_F(StoreLevers, BuildahPruneTakesOnlyDanglingImagesAndCacheMountsSurvive) {
                                           "container uses"))
       << join(in_use.lines, "\n");
   EXPECT_FALSE(any_line_has(in_use.lines, "WARN")) << join(in_use.lines, "\n");
-  EXPECT_EQ(store.dangling_images(), std::vector<std::string>{second});
+  EXPECT_EQ(store.stale_images(), std::vector<std::string>{second});
   auto removed_container = buildah.run(buildah.argv({"rm", first_line(container.output)}));
   ASSERT_EQ(removed_container.exit_code, 0) << removed_container.output;
 
@@ -394,7 +443,7 @@ TEST_F(StoreLevers, BuildahPruneTakesOnlyDanglingImagesAndCacheMountsSurvive) {
     EXPECT_EQ(command.find("prune"), std::string::npos) << command;
   }
 
-  EXPECT_TRUE(store.dangling_images().empty());
+  EXPECT_TRUE(store.stale_images().empty());
   EXPECT_NE(buildah.run(buildah.argv({"inspect", "--type", "image", second})).exit_code, 0);
   EXPECT_EQ(buildah.run(buildah.argv({"inspect", "--type", "image", third})).exit_code, 0);
   EXPECT_EQ(store.tagged_images(), std::vector<std::string>{tag});
@@ -418,9 +467,68 @@ TEST_F(StoreLevers, BuildahMissingIsSkippedWithOneWarn) {
       << prune.lines[0];
   EXPECT_NE(prune.skipped.find("cannot run buildah"), std::string::npos) << prune.skipped;
   EXPECT_FALSE(store.usage());
-  EXPECT_TRUE(store.dangling_images().empty());
+  EXPECT_FALSE(store.location());
+  EXPECT_TRUE(store.stale_images().empty());
   EXPECT_TRUE(store.tagged_images().empty());
   EXPECT_FALSE(store.remove_image("localhost/anything:dev"));
+}
+
+TEST_F(StoreLevers, ARunReclaimedByTheStoreLeverRerunsFullyCached) {
+  if (::geteuid() != 0 || !capture_output({"buildah", "--version"})) {
+    GTEST_SKIP() << "needs root and buildah";
+  }
+  testing::ChainDir dir;
+  std::string conf = dir.private_buildah_store();
+  m_env.set("CONTAINERS_STORAGE_CONF", conf);
+  std::vector<std::pair<std::string, std::string>> env = {{"CONTAINERS_STORAGE_CONF", conf}};
+  dir.write("chain.toml", "[chain]\nname = \"zero-" + dir.nonce() +
+                              "\"\n\n[[stage]]\nname = \"zero\"\ndockerfile = "
+                              "\"zero.Dockerfile\"\n");
+  // One stage built, changed and built again, as in tests/fixtures/buildah-1.28.2/store-rebuilt:
+  // FROM scratch + ARG makes a step image with no layer, which buildah lists as dangling (here
+  // the old version's LABEL step, whose removal takes the shared ARG step with it; without the
+  // LABEL, the ARG step itself).
+  dir.write("zero.Dockerfile", "FROM scratch\nARG VERSION=1\nLABEL generation=1\n"
+                               "COPY busybox /bin/busybox\n"
+                               "RUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n");
+  testing::KilnResult first = dir.kiln({"run", "chain.toml"}, nullptr, env);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  std::string v2 = "FROM scratch\nARG VERSION=1\nCOPY busybox /bin/busybox\n"
+                   "RUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n"
+                   "RUN echo \"$VERSION\" > /version\n";
+  dir.write("zero.Dockerfile", v2);
+  testing::KilnResult second = dir.kiln({"run", "chain.toml"}, nullptr, env);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  json built = dir.latest_manifest()["stages"][0]["attempts"][0];
+  ASSERT_EQ(built["steps_run"], 4) << built.dump();
+  EXPECT_EQ(built["steps_cached"], 1) << "the ARG step, shared with the first version";
+  auto listed = capture_output({"buildah", "images", "--filter", "dangling=true", "--quiet"});
+  ASSERT_TRUE(listed) << listed.error();
+  EXPECT_EQ(split(trim(*listed), '\n').size(), 2u) << *listed;
+
+  // Between runs, with no age limit: the store lever, then the image pass of a floor.
+  BuildahStore store(BuildahStoreOptions{{}, std::chrono::seconds(0)});
+  LayerPrune prune = store.prune_layers(0);
+  ASSERT_TRUE(prune.ran) << prune.skipped;
+  EXPECT_TRUE(prune.removed_any) << join(prune.lines, "\n");
+  EXPECT_FALSE(any_line_has(prune.lines, "WARN")) << join(prune.lines, "\n");
+  EXPECT_TRUE(any_line_has(prune.lines, "[disk-store] buildah: kept 1 dangling image(s) without "
+                                        "a layer"))
+      << join(prune.lines, "\n");
+  EXPECT_TRUE(store.stale_images().empty());
+
+  testing::KilnResult rerun = dir.kiln({"run", "chain.toml"}, nullptr, env);
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.output;
+  json attempt = dir.latest_manifest()["stages"][0]["attempts"][0];
+  EXPECT_EQ(attempt["steps_run"], 4) << attempt.dump();
+  EXPECT_EQ(attempt["steps_cached"], 4) << attempt.dump();
+  std::string log = dir.read("records/latest/" + attempt["log"].get<std::string>());
+  size_t hits = 0;
+  for (size_t at = log.find("--> Using cache "); at != std::string::npos;
+       at = log.find("--> Using cache ", at + 1)) {
+    ++hits;
+  }
+  EXPECT_EQ(hits, 4u) << log;
 }
 
 } // namespace

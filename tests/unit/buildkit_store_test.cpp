@@ -1,5 +1,6 @@
-// BuildKit's store levers on the real v0.11.6 `du`/`prune` recordings, and the structural rule
-// behind them: kiln never sends a prune that could reach a compile-cache mount.
+// BuildKit's store levers on the real v0.11.6 `du`/`prune` recordings, where a buildkitd keeps
+// its store by its command line and config, and the structural rule behind them: kiln never
+// sends a prune that could reach a compile-cache mount.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -13,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "disk/buildkit_daemon.h"
 #include "disk/buildkit_store.h"
 #include "util/strings.h"
 
@@ -276,9 +278,89 @@ TEST(BuildkitStore, PruneArgvIsExact) {
 TEST(BuildkitStore, HasNoImageStoreToList) {
   BuildkitStore store(BuildkitAddress{"", "buildctl's default"});
   EXPECT_EQ(store.engine(), "buildkit");
-  EXPECT_TRUE(store.dangling_images().empty());
+  EXPECT_TRUE(store.stale_images().empty());
   EXPECT_TRUE(store.tagged_images().empty());
   EXPECT_FALSE(store.remove_image("localhost/anything:tag"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Where a buildkitd keeps its store: BuildKit's API does not say, so kiln asks the process.
+
+/// Files as a daemon would see them, by path.
+auto files(std::map<fs::path, std::string> content) {
+  return [content](const fs::path& path) -> tl::expected<std::string, std::string> {
+    auto it = content.find(path);
+    if (it == content.end()) {
+      return tl::unexpected("cannot open " + path.string() + ": No such file or directory");
+    }
+    return it->second;
+  };
+}
+
+TEST(BuildkitdRoot, TheRootFlagWinsInEveryForm) {
+  std::string how;
+  BuildkitdProcess daemon{
+      {"buildkitd", "--addr", "unix:///run/b.sock", "--root", "/srv/bk"}, {}, false};
+  EXPECT_EQ(buildkitd_root(daemon, files({}), &how).value(), fs::path("/srv/bk"));
+  EXPECT_EQ(how, "its --root");
+  daemon.argv = {"buildkitd", "--root=/srv/eq"};
+  EXPECT_EQ(buildkitd_root(daemon, files({}), &how).value(), fs::path("/srv/eq"));
+  daemon.argv = {"buildkitd", "-root", "/srv/go"};
+  EXPECT_EQ(buildkitd_root(daemon, files({}), &how).value(), fs::path("/srv/go"));
+  // Go's flag package keeps the last value; and a config's root loses to the flag.
+  daemon.argv = {"buildkitd", "--root", "/a", "--config", "/c.toml", "--root", "/b"};
+  EXPECT_EQ(buildkitd_root(daemon, files({{"/c.toml", "root = \"/cfg\"\n"}}), &how).value(),
+            fs::path("/b"));
+}
+
+TEST(BuildkitdRoot, ThenTheConfigFilesRoot) {
+  std::string how;
+  BuildkitdProcess daemon{{"buildkitd", "--config", "/etc/bk.toml"}, {}, false};
+  auto read = files({{"/etc/bk.toml", "debug = true\nroot = \"/data/buildkit\"\n[worker.oci]\n"
+                                      "  enabled = true\n"}});
+  EXPECT_EQ(buildkitd_root(daemon, read, &how).value(), fs::path("/data/buildkit"));
+  EXPECT_EQ(how, "root in /etc/bk.toml");
+
+  // Without --config, the default file, when it exists.
+  daemon.argv = {"buildkitd"};
+  EXPECT_EQ(buildkitd_root(
+                daemon, files({{"/etc/buildkit/buildkitd.toml", "root = \"/big/disk\"\n"}}), &how)
+                .value(),
+            fs::path("/big/disk"));
+  EXPECT_EQ(how, "root in /etc/buildkit/buildkitd.toml");
+
+  // A named config that cannot be read or parsed leaves the root unknown.
+  daemon.argv = {"buildkitd", "--config=/missing.toml"};
+  EXPECT_NE(buildkitd_root(daemon, files({}), &how).error().find("cannot read its config file"),
+            std::string::npos);
+  daemon.argv = {"buildkitd", "--config", "/bad.toml"};
+  EXPECT_NE(buildkitd_root(daemon, files({{"/bad.toml", "root = [\n"}}), &how)
+                .error()
+                .find("cannot read its config file /bad.toml"),
+            std::string::npos);
+}
+
+TEST(BuildkitdRoot, ThenBuildkitsDefaultsRootfulAndRootless) {
+  std::string how;
+  BuildkitdProcess rootful{{"/usr/bin/buildkitd"}, {}, false};
+  EXPECT_EQ(buildkitd_root(rootful, files({}), &how).value(), fs::path("/var/lib/buildkit"));
+  EXPECT_EQ(how, "BuildKit's default");
+
+  BuildkitdProcess rootless{{"buildkitd"}, {{"USER", "ci"}, {"HOME", "/home/ci"}}, true};
+  EXPECT_EQ(buildkitd_root(rootless, files({}), &how).value(),
+            fs::path("/home/ci/.local/share/buildkit"));
+  rootless.env["XDG_DATA_HOME"] = "/data/ci";
+  EXPECT_EQ(buildkitd_root(rootless, files({}), &how).value(), fs::path("/data/ci/buildkit"));
+  // In a user namespace the config is the user's own.
+  EXPECT_EQ(buildkitd_root(rootless,
+                           files({{"/home/ci/.config/buildkit/buildkitd.toml", "root = \"/r\"\n"}}),
+                           &how)
+                .value(),
+            fs::path("/r"));
+
+  // Mapped root in a user namespace keeps the rootful defaults (buildkitd's own rule).
+  BuildkitdProcess mapped_root{{"buildkitd"}, {{"USER", "root"}, {"HOME", "/root"}}, true};
+  EXPECT_EQ(buildkitd_root(mapped_root, files({}), &how).value(), fs::path("/var/lib/buildkit"));
 }
 
 // ---------------------------------------------------------------------------------------------

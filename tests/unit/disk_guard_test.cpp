@@ -76,10 +76,19 @@ std::string joined(const std::vector<std::string>& lines) {
   return out;
 }
 
-/// A stand-in for an engine's levers: counts what is asked of it, frees nothing.
+/// A stand-in for an engine's levers: counts what is asked of it, frees nothing. Its store is
+/// at `m_location` (by default /proc, where the guard tests measure), or nowhere known when
+/// `m_location_error` is set.
 class CountingStore : public StoreLevers {
 public:
   std::string engine() const override { return "fake"; }
+  tl::expected<StoreLocation, std::string> location() const override {
+    ++m_located;
+    if (!m_location_error.empty()) {
+      return tl::unexpected(m_location_error);
+    }
+    return StoreLocation{m_location, "the fake store " + m_location.string()};
+  }
   tl::expected<StoreUsage, std::string> usage() const override { return StoreUsage{}; }
   LayerPrune prune_layers(double keep_gb) const override {
     ++m_prunes;
@@ -90,19 +99,24 @@ public:
     LayerPrune prune;
     prune.ran = true;
     prune.lines.push_back("[disk-store] fake prune");
+    prune.summary = "removed 1 layer";
+    prune.removed_any = true;
     return prune;
   }
-  std::vector<std::string> dangling_images() const override { return m_dangling; }
+  std::vector<std::string> stale_images() const override { return m_stale; }
   std::vector<std::string> tagged_images() const override { return m_tagged; }
-  bool remove_image(const std::string& reference) const override {
+  tl::expected<void, std::string> remove_image(const std::string& reference) const override {
     std::lock_guard<std::mutex> lock(m_mutex);
     m_removed.push_back(reference);
-    return true;
+    return {};
   }
 
-  std::vector<std::string> m_dangling;
+  fs::path m_location = "/proc";
+  std::string m_location_error;
+  std::vector<std::string> m_stale;
   std::vector<std::string> m_tagged;
   bool m_throw = false;
+  mutable std::atomic<int> m_located{0};
   mutable std::atomic<int> m_prunes{0};
   mutable std::atomic<double> m_last_keep{-1};
   mutable std::mutex m_mutex;
@@ -355,24 +369,27 @@ TEST_F(DiskGuard, ReclaimWithTheTargetMetDoesNothing) {
   policy.cache_root = m_cache;
   CountingStore store;
   ReclaimOutcome outcome = reclaim(policy, "test", 1, {}, &store, false, true, {"t"});
-  EXPECT_FALSE(outcome.nothing);
+  EXPECT_FALSE(outcome.removed_any);
   EXPECT_EQ(store.m_prunes.load(), 0);
+  EXPECT_EQ(store.m_located.load(), 0);
   EXPECT_EQ(on_disk(m_cache).size(), 6u);
   EXPECT_NE(outcome.record.find("[disk-reclaim] test: nothing to do"), std::string::npos);
 }
 
-TEST_F(DiskGuard, NothingReclaimableWhileABuildRunsNamesTheTaggedImages) {
+TEST_F(DiskGuard, WhileABuildRunsTheRecordNamesThePruneAndTheImagesItDidNotLookAt) {
   DiskPolicy policy;
   policy.path = "/proc"; // always 0 bytes free: nothing any lever does shows
   CountingStore store;
   store.m_tagged = {"hello-base:1", "hello-sdk:1", "hello-app:1", "other:2"};
-  store.m_dangling = {"sha256:aaa"};
+  store.m_stale = {"aaa"};
   ReclaimOutcome outcome = reclaim(policy, "stage sdk", k_huge, {}, &store, false, false, {"x"});
-  EXPECT_TRUE(outcome.nothing);
+  EXPECT_TRUE(outcome.removed_any);
   EXPECT_TRUE(outcome.store_prune_ran);
   EXPECT_EQ(outcome.record,
-            "WARN [disk-reclaim] stage sdk: NOTHING was reclaimable (0G -> 0G free); not looked "
-            "at: 4 tagged image(s) in the fake store, removable only between runs");
+            "[disk-reclaim] stage sdk: freed 0 GiB (0G -> 0G free; still short of the "
+            "1073741824G target); cache exports: none configured; fake store: removed 1 layer, "
+            "freed 0 GiB; images: not looked at while a build runs (4 tagged image(s) in the fake "
+            "store, removable only between stages)");
   EXPECT_TRUE(store.m_removed.empty());
   EXPECT_EQ(count_containing(outcome.lines, "[disk-image] skipped: images are not removed while "
                                             "a build runs"),
@@ -381,16 +398,16 @@ TEST_F(DiskGuard, NothingReclaimableWhileABuildRunsNamesTheTaggedImages) {
   EXPECT_EQ(count_containing(outcome.lines, "[disk-reclaim]"), 0) << "the record is the one line";
 }
 
-TEST_F(DiskGuard, NothingReclaimableWithoutEngineLevers) {
+TEST_F(DiskGuard, NothingRemovedWithoutEngineLevers) {
   DiskPolicy policy;
   policy.path = "/proc";
   ReclaimOutcome outcome = reclaim(policy, "stage sdk", k_huge, {}, nullptr, false, false, {});
-  EXPECT_TRUE(outcome.nothing);
+  EXPECT_FALSE(outcome.removed_any);
   EXPECT_FALSE(outcome.store_prune_ran);
   EXPECT_EQ(outcome.record,
-            "WARN [disk-reclaim] stage sdk: NOTHING was reclaimable (0G -> 0G free); not looked "
-            "at: the engine store and its tagged images (no engine levers here), removable only "
-            "between runs");
+            "WARN [disk-reclaim] stage sdk: NOTHING was removed (0G -> 0G free; still short of "
+            "the 1073741824G target); cache exports: none configured; engine store: no engine "
+            "levers here");
   EXPECT_EQ(count_containing(outcome.lines, "[disk-store] skipped: no engine levers here"), 1);
 }
 
@@ -402,26 +419,75 @@ TEST_F(DiskGuard, AnAlreadyPrunedStoreIsNotPrunedAgain) {
   EXPECT_EQ(store.m_prunes.load(), 0);
   EXPECT_FALSE(outcome.store_prune_ran);
   EXPECT_EQ(count_containing(outcome.lines, "[disk-store] skipped: already pruned once here"), 1);
+  EXPECT_NE(outcome.record.find("; fake store: already pruned once here;"), std::string::npos)
+      << outcome.record;
 }
 
-TEST_F(DiskGuard, BetweenStagesImagesAreTriedDanglingFirstAndTheRecordSaysWhatWasSeen) {
+TEST_F(DiskGuard, BetweenStagesStaleImagesGoFirstAndTheRecordNamesEveryRemoval) {
   make_six();
   DiskPolicy policy;
   policy.path = "/proc";
   policy.cache_root = m_cache; // another filesystem than /proc: not trimmed
   CountingStore store;
-  store.m_dangling = {"sha256:d1", "sha256:d2"};
+  store.m_stale = {"d1", "d2"};
   store.m_tagged = {"hello-base:1", "hello-app:1", "keep:1"};
   ReclaimOutcome outcome = reclaim(policy, "before stage app", k_huge, {"hello-tools"}, &store,
                                    false, true, {"hello-base:1", "hello-app:1"});
-  EXPECT_EQ(store.m_removed,
-            (std::vector<std::string>{"sha256:d1", "sha256:d2", "hello-base:1", "hello-app:1"}));
+  EXPECT_EQ(store.m_removed, (std::vector<std::string>{"d1", "d2", "hello-base:1", "hello-app:1"}));
   EXPECT_EQ(count_containing(outcome.lines, "[disk-image] removed "), 4) << joined(outcome.lines);
+  EXPECT_EQ(on_disk(m_cache).size(), 6u);
   EXPECT_EQ(outcome.record,
-            "WARN [disk-reclaim] before stage app: NOTHING was reclaimable (0G -> 0G free); "
-            "looked at: 6 cache export(s) (the newest 3 and 1 protected are kept), the fake "
-            "store's layer cache, 2 dangling image(s) and 2 tag(s) the rest of the run does not "
-            "need; 3 tagged image(s) remain in the store");
+            "[disk-reclaim] before stage app: freed 0 GiB (0G -> 0G free; still short of the "
+            "1073741824G target); cache exports: untouched (" +
+                m_cache.string() +
+                " is on another filesystem than /proc); fake store: removed 1 layer, freed 0 "
+                "GiB; images: removed 4 (d1, d2, hello-base:1, hello-app:1), freed 0 GiB");
+}
+
+TEST_F(DiskGuard, AStoreOnAnotherFilesystemIsLeftAloneAndTheRecordSaysWhy) {
+  // Records on one disk, the engine store on another: removing images there frees nothing
+  // here, so neither the prune nor the image pass may touch it.
+  DiskPolicy policy;
+  policy.path = "/proc";
+  CountingStore store;
+  store.m_location = m_root;
+  store.m_stale = {"d1"};
+  store.m_tagged = {"other-chain:1"};
+  ReclaimOutcome outcome =
+      reclaim(policy, "before stage app", k_huge, {}, &store, false, true, {"this-chain-base:1"});
+  EXPECT_EQ(store.m_prunes.load(), 0);
+  EXPECT_TRUE(store.m_removed.empty());
+  EXPECT_FALSE(outcome.store_prune_ran);
+  EXPECT_FALSE(outcome.removed_any);
+  std::string why = "the fake store " + m_root.string() + " is on another filesystem than /proc";
+  EXPECT_EQ(outcome.record,
+            "WARN [disk-reclaim] before stage app: NOTHING was removed (0G -> 0G free; still "
+            "short of the 1073741824G target); cache exports: none configured; fake store and "
+            "its images: untouched (" +
+                why + ")");
+  EXPECT_EQ(count_containing(outcome.lines, "[disk-store] skipped: " + why), 1)
+      << joined(outcome.lines);
+
+  GateResult gate = stage_floor(policy, "app", 5, {}, &store, {"this-chain-base:1"});
+  EXPECT_FALSE(gate.ok);
+  EXPECT_NE(gate.message.find("fake store and its images: untouched (" + why + ")"),
+            std::string::npos)
+      << gate.message;
+  EXPECT_TRUE(store.m_removed.empty());
+}
+
+TEST_F(DiskGuard, AStoreWhoseLocationIsUnknownIsLeftAlone) {
+  DiskPolicy policy;
+  policy.path = "/proc";
+  CountingStore store;
+  store.m_location_error = "tcp://10.0.0.5:1234 is remote";
+  store.m_stale = {"d1"};
+  ReclaimOutcome outcome = reclaim(policy, "w", k_huge, {}, &store, false, true, {"t:1"});
+  EXPECT_EQ(store.m_prunes.load(), 0);
+  EXPECT_TRUE(store.m_removed.empty());
+  EXPECT_EQ(outcome.parts.back(),
+            "fake store and its images: untouched (where the fake store keeps its data is unknown "
+            "(tcp://10.0.0.5:1234 is remote), so it is not pruned for /proc)");
 }
 
 TEST_F(DiskGuard, AThrowingStoreIsReportedNotPropagated) {
@@ -432,7 +498,10 @@ TEST_F(DiskGuard, AThrowingStoreIsReportedNotPropagated) {
   ReclaimOutcome outcome = reclaim(policy, "w", k_huge, {}, &store, false, false, {});
   EXPECT_TRUE(outcome.store_prune_ran);
   EXPECT_EQ(count_containing(outcome.lines, "[disk-store] prune failed: store exploded"), 1);
-  EXPECT_TRUE(outcome.nothing);
+  EXPECT_FALSE(outcome.removed_any);
+  EXPECT_NE(outcome.record.find("fake store: prune failed: store exploded, freed 0 GiB"),
+            std::string::npos)
+      << outcome.record;
 }
 
 TEST_F(DiskGuard, StageFloorPassesWithoutAFloorAndRefusesWhenShort) {
@@ -443,9 +512,10 @@ TEST_F(DiskGuard, StageFloorPassesWithoutAFloorAndRefusesWhenShort) {
   GateResult gate = stage_floor(policy, "app", 5, {}, &store, {});
   EXPECT_FALSE(gate.ok);
   EXPECT_EQ(gate.message,
-            "0G free on /proc, stage app needs 5.00G; reclaimed 0 GiB of cache exports + 0 GiB "
-            "of engine store + 0 GiB of images and it is still short by 5.00G: free space on "
-            "/proc or lower the stage's disk floor");
+            "0G free on /proc, stage app needs 5.00G and is still short by 5.00G after a reclaim "
+            "(cache exports: none configured; fake store: removed 1 layer, freed 0 GiB; images: "
+            "removed none of 0 stale image(s) and 0 tag(s) the rest of the run does not need): "
+            "free space on /proc or lower the stage's disk floor");
   EXPECT_EQ(count_containing(gate.lines, "[disk-reclaim]"), 1);
   EXPECT_EQ(store.m_prunes.load(), 1);
 }
@@ -502,10 +572,12 @@ TEST_F(DiskWatch, TicksOnItsIntervalAndStopWakesItAtOnce) {
 
   policy.watch_interval = 1h;
   DiskWatchdog slow(policy, sink(), nullptr);
+  int before = count_containing(log(), "[disk-watch]");
   slow.start("base", {});
-  auto begin = std::chrono::steady_clock::now();
+  ASSERT_TRUE(wait_for_lines("[disk-watch]", before + 1)); // its first tick comes at once
+  // Returns only if stop() wakes the thread: otherwise it would sleep out its hour.
   slow.stop();
-  EXPECT_LT(std::chrono::steady_clock::now() - begin, 2s);
+  EXPECT_EQ(count_containing(log(), "[disk-watch]"), before + 1);
 }
 
 TEST_F(DiskWatch, ReclaimsBelowTheGuardWithoutImagesAndPrunesOncePerEpisode) {
@@ -525,8 +597,10 @@ TEST_F(DiskWatch, ReclaimsBelowTheGuardWithoutImagesAndPrunesOncePerEpisode) {
   std::vector<std::string> lines = log();
   EXPECT_EQ(count_containing(lines, "[disk-watch] 0G free on /proc"), 3);
   EXPECT_EQ(count_containing(lines, "[disk-reclaim]"), 3);
-  EXPECT_EQ(count_containing(lines, "already pruned once here"), 2);
-  EXPECT_EQ(count_containing(lines, "not looked at: 2 tagged image(s) in the fake store"), 3);
+  EXPECT_EQ(count_containing(lines, "[disk-store] skipped: already pruned once here"), 2);
+  EXPECT_EQ(count_containing(lines, "images: not looked at while a build runs (2 tagged image(s) "
+                                    "in the fake store"),
+            3);
   EXPECT_TRUE(store.m_removed.empty());
 
   watchdog.start("app", {});

@@ -1,0 +1,224 @@
+// buildah's store levers on real buildah 1.28.2 output (tests/fixtures/buildah-1.28.2): where
+// the store is, and which dangling images no build can reuse, on the recording of a stage
+// rebuilt from `FROM scratch` + `ARG` (store-rebuilt/, see the README there).
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "disk/buildah_store.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+const fs::path k_fixtures = fs::path(KILN_TEST_FIXTURES) / "buildah-1.28.2";
+const fs::path k_rebuilt = k_fixtures / "store-rebuilt";
+
+// The recorded images, by the short id buildah printed for each step.
+const std::string k_arg = "6c7edd3617e5d7e2497de081a653ff2526d9745d842cca6bfba7bfa5c18898d6";
+const std::string k_v1_label = "d98f57a0fd58e2f34b1555de39f56a2a0a563d32c6f8a62478c3fa4c53932770";
+const std::string k_v1_copy = "88a6c790ebc350d6fc4878e7411fbfddf5451e7fb89c2af5380ef2a8e3cd34ec";
+const std::string k_v1_run = "ac0edaeb1d533deddadd3600c653cf5fca7969753e2a26dbefa87a0864e8e030";
+const std::string k_v2_copy = "f18ade052195fa59ba43fb61f8e4e71beaa85e321d9a6ea76dfeb41cc6b7b718";
+const std::string k_v2_tagged = "d604bffcaaad93ae630e0cb5c55e875a828da3e956fd7ff29eaf51aa626cf627";
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  EXPECT_TRUE(in.good() || in.eof()) << path;
+  return text.str();
+}
+
+std::set<std::string> dangling_recorded() {
+  std::set<std::string> ids;
+  std::istringstream in(slurp(k_rebuilt / "images-dangling.txt"));
+  for (std::string line; std::getline(in, line);) {
+    ids.insert(line.substr(7)); // sha256:
+  }
+  return ids;
+}
+
+/// The recorded `buildah inspect --type image` of each image, as the lever reads them.
+tl::expected<BuildahImageSteps, std::string> recorded_steps(const std::string& id) {
+  fs::path file = k_rebuilt / ("inspect-" + id.substr(0, 12) + ".json");
+  if (!fs::exists(file)) {
+    return tl::unexpected("no recording for " + id);
+  }
+  return parse_buildah_inspect(slurp(file));
+}
+
+class RecordedStore : public ::testing::Test {
+protected:
+  void SetUp() override {
+    auto images = parse_buildah_images(slurp(k_rebuilt / "images-all.json"));
+    ASSERT_TRUE(images) << images.error();
+    m_images = *images;
+    ASSERT_EQ(m_images.size(), 7u);
+    for (const BuildahImage& image : m_images) {
+      m_newest = std::max(m_newest, image.created);
+    }
+    m_dangling = dangling_recorded();
+  }
+
+  BuildahImage& image(const std::string& id) {
+    auto it = std::find_if(m_images.begin(), m_images.end(),
+                           [&](const BuildahImage& i) { return i.id == id; });
+    EXPECT_NE(it, m_images.end()) << id;
+    return *it;
+  }
+
+  /// The verdict an hour after the last build, with the default ten-minute age.
+  StaleImages an_hour_later() const {
+    return find_stale_images(m_images, m_dangling, recorded_steps, m_newest + 3600, 600s);
+  }
+
+  std::vector<BuildahImage> m_images;
+  std::set<std::string> m_dangling;
+  int64_t m_newest = 0;
+};
+
+TEST(BuildahStoreParse, TheStoreRootIsBuildahInfosGraphRoot) {
+  auto root = parse_buildah_info(slurp(k_fixtures / "info.json"));
+  ASSERT_TRUE(root) << root.error();
+  EXPECT_EQ(*root, fs::path("/var/lib/containers/storage"));
+
+  // A warning buildah printed on stderr comes first through the shared pipe.
+  auto warned = parse_buildah_info("time=\"2026-12-03T10:00:00Z\" level=warning msg=\"x\"\n" +
+                                   slurp(k_fixtures / "info.json"));
+  ASSERT_TRUE(warned) << warned.error();
+  EXPECT_EQ(*warned, fs::path("/var/lib/containers/storage"));
+
+  EXPECT_EQ(parse_buildah_info("Error: no store").error(), "buildah info printed no JSON object");
+  EXPECT_EQ(parse_buildah_info("{\"store\": {}}").error(), "buildah info names no store.GraphRoot");
+}
+
+TEST(BuildahStoreParse, InspectGivesTheHistoryAndTheLayers) {
+  auto tagged = recorded_steps(k_v2_tagged);
+  ASSERT_TRUE(tagged) << tagged.error();
+  EXPECT_EQ(tagged->history.size(), 4u);
+  EXPECT_EQ(tagged->diff_ids.size(), 3u);
+  EXPECT_NE(tagged->history[0].find("ARG VERSION"), std::string::npos) << tagged->history[0];
+
+  auto arg = recorded_steps(k_arg);
+  ASSERT_TRUE(arg) << arg.error();
+  EXPECT_EQ(arg->history.size(), 1u);
+  EXPECT_TRUE(arg->diff_ids.empty()) << "FROM scratch + ARG holds no layer";
+  // The ARG step is the first step of the tagged image: the same entry, byte for byte.
+  EXPECT_EQ(arg->history[0], tagged->history[0]);
+
+  EXPECT_FALSE(parse_buildah_inspect("[]"));
+  EXPECT_FALSE(parse_buildah_inspect("{\"Type\": \"buildah 0.0.1\"}"));
+}
+
+TEST_F(RecordedStore, OnlyTheOldVersionsLayeredLeafIsStale) {
+  // v1 (ARG, LABEL, COPY, RUN) was rebuilt as v2 (ARG, COPY, RUN, RUN) under the same tag:
+  // buildah lists v1's RUN step and its layerless LABEL step as dangling.
+  EXPECT_EQ(m_dangling, (std::set<std::string>{k_v1_run, k_v1_label}));
+  StaleImages verdict = an_hour_later();
+  EXPECT_EQ(verdict.stale, std::vector<std::string>{k_v1_run});
+  // The LABEL step frees nothing, and removing it makes buildah take the ARG step with it: the
+  // step v2 is cached from (rmi-layerless.stdout).
+  EXPECT_EQ(verdict.layerless, 1);
+  EXPECT_EQ(verdict.kept, std::set<std::string>{k_v1_label});
+  EXPECT_EQ(verdict.reused, 0);
+  EXPECT_EQ(verdict.young, 0);
+  EXPECT_EQ(verdict.unreadable, 0);
+  EXPECT_GT(verdict.stale_bytes, 0u);
+}
+
+TEST_F(RecordedStore, TheZeroLayerStepUnderATaggedImageStays) {
+  // The case that cost a rebuild: with no LABEL step after it, buildah lists the ARG step of
+  // the tagged image as dangling.
+  m_dangling = {k_arg};
+  StaleImages verdict = an_hour_later();
+  EXPECT_TRUE(verdict.stale.empty());
+  EXPECT_EQ(verdict.kept, std::set<std::string>{k_arg});
+}
+
+TEST_F(RecordedStore, ADanglingImageATaggedOneBuildsOnIsReused) {
+  // Were v2's COPY step listed dangling (a layer of its own, so not spared as layerless), the
+  // tagged image's history begins with its history: it is that image's layer cache.
+  m_dangling.insert(k_v2_copy);
+  StaleImages verdict = an_hour_later();
+  EXPECT_EQ(verdict.stale, std::vector<std::string>{k_v1_run});
+  EXPECT_EQ(verdict.reused, 1);
+  EXPECT_TRUE(verdict.kept.contains(k_v2_copy));
+}
+
+TEST_F(RecordedStore, RecentImagesAndWhatTheyBuildOnStay) {
+  // Ten seconds after the builds, everything dangling is a step a build may start from.
+  StaleImages soon = find_stale_images(m_images, m_dangling, recorded_steps, m_newest + 10, 600s);
+  EXPECT_TRUE(soon.stale.empty());
+  EXPECT_EQ(soon.young, 2);
+
+  // An untagged but recent image (a failed build's last step) keeps its old steps too.
+  image(k_v1_run).created = m_newest + 3300;
+  StaleImages later = an_hour_later();
+  EXPECT_TRUE(later.stale.empty());
+  EXPECT_EQ(later.young, 1);
+
+  image(k_v1_run).created = m_newest - 100;
+  image(k_v2_tagged).names.clear();
+  image(k_v2_tagged).created = m_newest + 3300;
+  m_dangling = {k_v2_tagged, k_v2_copy};
+  StaleImages untagged = an_hour_later();
+  EXPECT_TRUE(untagged.stale.empty());
+  EXPECT_EQ(untagged.young, 1);
+  EXPECT_EQ(untagged.reused, 1);
+}
+
+TEST_F(RecordedStore, WhatCannotBeReadIsKept) {
+  auto blind_to = [](const std::string& hidden) {
+    return [hidden](const std::string& id) -> tl::expected<BuildahImageSteps, std::string> {
+      if (id == hidden) {
+        return tl::unexpected("buildah inspect " + id.substr(0, 12) + " failed");
+      }
+      return recorded_steps(id);
+    };
+  };
+  StaleImages candidate =
+      find_stale_images(m_images, m_dangling, blind_to(k_v1_run), m_newest + 3600, 600s);
+  EXPECT_TRUE(candidate.stale.empty());
+  EXPECT_EQ(candidate.unreadable, 1);
+  EXPECT_EQ(candidate.errors, std::vector<std::string>{"buildah inspect ac0edaeb1d53 failed"});
+
+  // Without the tagged image's history, nothing tells whether a candidate is its cache.
+  StaleImages root =
+      find_stale_images(m_images, m_dangling, blind_to(k_v2_tagged), m_newest + 3600, 600s);
+  EXPECT_TRUE(root.stale.empty());
+  EXPECT_TRUE(root.kept.contains(k_v1_run));
+}
+
+TEST(BuildahStoreParse, RemovalOutputNamesTheParentsBuildahTookAlong) {
+  BuildahRemoval layered;
+  read_buildah_removal(slurp(k_rebuilt / "rmi-layered.stdout"), layered);
+  EXPECT_EQ(layered.removed, (std::vector<std::string>{k_v1_run, k_v1_copy}));
+  EXPECT_TRUE(layered.errors.empty());
+
+  // What a layerless image's removal takes: the ARG step the tagged v2 is cached from.
+  BuildahRemoval layerless;
+  read_buildah_removal(slurp(k_rebuilt / "rmi-layerless.stdout"), layerless);
+  EXPECT_EQ(layerless.removed, (std::vector<std::string>{k_v1_label, k_arg}));
+
+  BuildahRemoval failed;
+  read_buildah_removal("Error: 2 errors occurred:\n"
+                       "\t* image used by 1a2b: image is in use by a container\n"
+                       "\t* locating image with ID \"ffff\": image not known\n",
+                       failed);
+  EXPECT_EQ(failed.in_use, 1);
+  EXPECT_EQ(failed.errors,
+            std::vector<std::string>{"locating image with ID \"ffff\": image not known"});
+}
+
+} // namespace
+} // namespace kiln
