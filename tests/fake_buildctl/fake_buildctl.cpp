@@ -512,6 +512,14 @@ std::string version() {
   return env_or("KILN_FAKE_BUILDKIT_VERSION", "v0.11.6");
 }
 
+/// The `<package> <version> <revision>` both version probes print. A build without -ldflags
+/// stamps neither version nor revision: "0.0.0+unknown" and an empty revision, as recorded in
+/// unstamped-version.txt and unstamped-debug-info.txt.
+std::string version_words() {
+  std::string v = version();
+  return "github.com/moby/buildkit " + v + " " + (v == "0.0.0+unknown" ? "" : k_revision);
+}
+
 /// With KILN_FAKE_BUILDCTL_UNREACHABLE=1, fails the way buildctl does when no daemon listens.
 void require_daemon(const Invocation& inv) {
   if (env_or("KILN_FAKE_BUILDCTL_UNREACHABLE", "") != "1") {
@@ -588,8 +596,7 @@ int run_debug(Invocation& inv, size_t from) {
   parse_flags(inv.args, from + 1, {});
   require_daemon(inv);
   // v0.11.6 cmd/buildctl/debug/info.go: a tabwriter line "BuildKit:\t%s %s %s", padding 1.
-  write_all(STDOUT_FILENO,
-            "BuildKit: github.com/moby/buildkit " + version() + " " + k_revision + "\n");
+  write_all(STDOUT_FILENO, "BuildKit: " + version_words() + "\n");
   return 0;
 }
 
@@ -1006,8 +1013,8 @@ int dispatch(Invocation& inv) {
   }
   if (is_set(global, "version")) {
     inv.command = "--version";
-    write_all(STDOUT_FILENO,
-              "buildctl github.com/moby/buildkit " + version() + " " + k_revision + "\n");
+    // cmd/buildctl/main.go: fmt.Println(name, version.Package, version, version.Revision).
+    write_all(STDOUT_FILENO, "buildctl " + version_words() + "\n");
     return 0;
   }
   if (global.rest >= inv.args.size()) {

@@ -77,7 +77,8 @@ protected:
   Result run(const std::vector<std::string>& args, const std::string& env = "") const {
     std::string command = "cd " + shell_quote(m_dir.string()) +
                           " && env -u KILN_FAKE_BUILDCTL_PLAN -u KILN_FAKE_BUILDCTL_UNREACHABLE"
-                          " -u KILN_FAKE_BUILDCTL_DELAY_MS -u BUILDKIT_HOST"
+                          " -u KILN_FAKE_BUILDCTL_DELAY_MS -u KILN_FAKE_BUILDKIT_VERSION"
+                          " -u BUILDKIT_HOST"
                           " KILN_FAKE_BUILDCTL_LOG=log.jsonl " +
                           env + " " + shell_quote(k_fake.string());
     for (const std::string& arg : args) {
@@ -254,6 +255,20 @@ TEST_F(FakeBuildctl, ContextDigestMissingFromTheLayoutFailsTheSolve) {
              "--output", "type=oci,dest=next,tar=false"});
   EXPECT_EQ(right.rc, 0) << right.err;
   EXPECT_TRUE(fs::exists(m_dir / "next/index.json"));
+}
+
+TEST_F(FakeBuildctl, VersionProbesPrintWhatTheRealOnesPrint) {
+  Result client = run({"--version"});
+  EXPECT_EQ(client.rc, 0);
+  EXPECT_EQ(client.out, "buildctl github.com/moby/buildkit v0.11.6 "
+                        "2951a28cd7085eb18979b1f710678623d94ed578\n");
+  EXPECT_EQ(run({"debug", "info"}).out, "BuildKit: github.com/moby/buildkit v0.11.6 "
+                                        "2951a28cd7085eb18979b1f710678623d94ed578\n");
+  // Built from source without a version stamp: recorded from v0.11.6 built without -ldflags.
+  std::string unstamped = "KILN_FAKE_BUILDKIT_VERSION=0.0.0+unknown";
+  EXPECT_EQ(run({"--version"}, unstamped).out, slurp(k_recordings / "unstamped-version.txt"));
+  EXPECT_EQ(run({"debug", "info"}, unstamped).out,
+            slurp(k_recordings / "unstamped-debug-info.txt"));
 }
 
 TEST_F(FakeBuildctl, PruneChangesWhatDuReportsAndUnknownFlagsAreUsageErrors) {
