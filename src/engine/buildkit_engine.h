@@ -75,7 +75,7 @@ public:
   explicit BuildkitEngine(BuildkitAddress address) : m_address(std::move(address)) {}
 
   std::string name() const override { return "buildkit"; }
-  /// "buildkitd v0.11.6, buildctl v0.11.6", or why neither answers.
+  /// "buildkitd v0.11.6, buildctl v0.11.6", or why neither answers. Both are asked at once.
   tl::expected<std::string, std::string> version() const override;
   std::vector<std::string> unsupported(const std::vector<BuildRequest>& requests,
                                        const std::string& version) const override;

@@ -368,6 +368,37 @@ TEST(BuildkitRun, AVersionThatNamesNoReleaseWarnsAndTheRunGoesOn) {
   }
 }
 
+TEST(BuildkitRun, TheTwoVersionProbesRunAtOnce) {
+  ChainDir dir;
+  write_work_chain(dir, "", "");
+  FakeBuildkit fake(dir);
+  // Each probe takes a while, as a real one does: one after the other they cannot overlap.
+  KilnResult run =
+      dir.kiln({"run", "chain.toml"}, nullptr, fake.env({{"KILN_FAKE_BUILDCTL_PROBE_MS", "400"}}));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::map<std::string, json> probes;
+  int64_t first_build = 0;
+  std::istringstream in(dir.read("buildctl.log"));
+  for (std::string line; std::getline(in, line);) {
+    json entry = json::parse(line);
+    if (entry["command"] == "build" && first_build == 0) {
+      first_build = entry["started_ns"];
+    } else if (entry["command"] != "build") {
+      EXPECT_EQ(probes.count(entry["command"]), 0u) << "probed twice: " << line;
+      probes[entry["command"]] = entry;
+    }
+  }
+  ASSERT_EQ(probes.size(), 2u) << dir.read("buildctl.log");
+  const json& client = probes["--version"];
+  const json& daemon = probes["debug info"];
+  // Overlap: each started before the other ended.
+  EXPECT_LT(client["started_ns"].get<int64_t>(), daemon["ended_ns"].get<int64_t>());
+  EXPECT_LT(daemon["started_ns"].get<int64_t>(), client["ended_ns"].get<int64_t>());
+  // And both answered before anything was built.
+  EXPECT_LT(client["ended_ns"].get<int64_t>(), first_build);
+  EXPECT_LT(daemon["ended_ns"].get<int64_t>(), first_build);
+}
+
 } // namespace
 } // namespace kiln::testing
 
