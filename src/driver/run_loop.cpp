@@ -968,9 +968,11 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   }
 
   auto version = engine.version();
+  std::vector<std::string> version_warnings;
   if (!version) {
     problems.push_back(error_line(version.error()));
   } else {
+    version_warnings = engine.version_warnings(requests, *version);
     for (auto& problem : engine.unsupported(requests, *version)) {
       problems.push_back(error_line(problem));
     }
@@ -1000,6 +1002,10 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   if (!folder) {
     report({error_line(folder.error())}, errors);
     return k_exit_record;
+  }
+  for (const auto& warning : version_warnings) {
+    console.note("warning: " + warning);
+    folder->log("warning: " + warning);
   }
   RunRecord record;
   record.run_id = folder->run_id();

@@ -2,12 +2,14 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <future>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "engine/buildkit_output.h"
 #include "engine/image_config.h"
+#include "util/diagnostic.h"
 #include "util/fs.h"
 #include "util/strings.h"
 
@@ -17,15 +19,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// The first `vX.Y.Z` word of `text`.
-std::optional<BuildkitVersion> find_version(std::string_view text) {
-  for (const auto& word : split(text, ' ')) {
-    if (auto version = BuildkitVersion::parse(trim(word))) {
-      return version;
-    }
-  }
-  return std::nullopt;
-}
+// What version() records for a buildkitd that answers but has no `debug info`.
+constexpr std::string_view k_without_info = "older than v0.11 (no debug info)";
+// BuildKit's version.Version unless the build stamps one (-ldflags -X ...version.Version=).
+constexpr std::string_view k_unstamped = "0.0.0+unknown";
+// A reported version is quoted in messages and the record: at most this much of it.
+constexpr size_t k_reported_max = 80;
 
 /// What one option of kiln's argv needs from buildctl (the client) or buildkitd (the daemon).
 struct Requirement {
@@ -96,7 +95,70 @@ std::optional<BuildkitVersion> BuildkitVersion::parse(std::string_view text) {
       text.remove_prefix(1);
     }
   }
+  if (version == BuildkitVersion{}) {
+    return std::nullopt;
+  }
   return version; // a suffix (-rc1, +dirty) does not change what the release supports
+}
+
+BuildkitSide BuildkitSide::from_probe(std::string_view output) {
+  std::string line(output.substr(0, output.find('\n')));
+  std::replace(line.begin(), line.end(), '\t', ' ');
+  std::vector<std::string> words;
+  for (const auto& word : split(line, ' ')) {
+    if (std::string_view w = trim(word); !w.empty()) {
+      words.emplace_back(w);
+    }
+  }
+  BuildkitSide side;
+  // A Go package path has a slash, a version never does; the first word is the program's.
+  for (size_t i = 1; i < words.size(); ++i) {
+    if (words[i].find('/') == std::string::npos) {
+      side.reported = printable(words[i].substr(0, k_reported_max));
+      break;
+    }
+  }
+  side.release = BuildkitVersion::parse(side.reported);
+  return side;
+}
+
+BuildkitSide BuildkitSide::without_info() {
+  BuildkitSide side;
+  side.before = BuildkitVersion{0, 11, 0};
+  return side;
+}
+
+std::string BuildkitSide::shown() const {
+  if (before && !release) {
+    return std::string(k_without_info);
+  }
+  return reported.empty() ? "unknown" : reported;
+}
+
+std::string BuildkitVersions::text() const {
+  return fmt::format("buildkitd {}, buildctl {}", daemon.shown(), client.shown());
+}
+
+BuildkitVersions BuildkitVersions::parse(std::string_view text) {
+  constexpr std::string_view k_daemon = "buildkitd ";
+  constexpr std::string_view k_client = ", buildctl ";
+  BuildkitVersions versions;
+  size_t client_at = text.rfind(k_client);
+  if (!text.starts_with(k_daemon) || client_at == std::string_view::npos) {
+    return versions; // nothing known of either side
+  }
+  auto side = [](std::string_view shown) {
+    if (shown == k_without_info) {
+      return BuildkitSide::without_info();
+    }
+    BuildkitSide known;
+    known.reported = shown == "unknown" ? "" : std::string(shown);
+    known.release = BuildkitVersion::parse(known.reported);
+    return known;
+  };
+  versions.daemon = side(text.substr(k_daemon.size(), client_at - k_daemon.size()));
+  versions.client = side(text.substr(client_at + k_client.size()));
+  return versions;
 }
 
 std::string BuildkitAddress::shown() const {
@@ -124,19 +186,25 @@ std::vector<std::string> BuildkitEngine::command(std::initializer_list<std::stri
 }
 
 tl::expected<std::string, std::string> BuildkitEngine::version() const {
-  auto client = capture_output({"buildctl", "--version"});
+  // Both at once, since neither needs the other: each is a Go program's start (about 15 ms of
+  // CPU), `debug info` a round trip to the daemon besides, and a remote daemon's is the longer.
+  auto client_probe = std::async(std::launch::async, [] {
+    return capture_output({"buildctl", "--version"});
+  });
+  CapturedRun info = run_captured(command({"debug", "info"}));
+  auto client = client_probe.get();
   if (!client) {
     return tl::unexpected(fmt::format("buildctl is not usable ({}); install BuildKit's buildctl "
                                       "(v0.11 or newer) on PATH",
                                       client.error()));
   }
-  // "buildctl github.com/moby/buildkit v0.11.6 2951a28c..."
-  auto client_version = find_version(*client);
-  CapturedRun info = run_captured(command({"debug", "info"}));
-  std::string output = info.output;
-  if (!info.exit.ok()) {
+  BuildkitVersions versions;
+  versions.client = BuildkitSide::from_probe(*client);
+  if (info.exit.ok()) {
+    versions.daemon = BuildkitSide::from_probe(info.output);
+  } else {
     std::string said = info.failure();
-    // v0.10 and older have no Info call: reachable, but too old for kiln's stage handoff.
+    // v0.10 and older have no Info call: reachable, but older than v0.11.
     if (said.find("Unimplemented") == std::string::npos &&
         said.find("unknown method") == std::string::npos) {
       return tl::unexpected(fmt::format(
@@ -144,47 +212,53 @@ tl::expected<std::string, std::string> BuildkitEngine::version() const {
           "[engine.buildkit] host at a running one",
           m_address.shown(), said));
     }
-    output = "BuildKit: older than v0.11 (no debug info)";
+    versions.daemon = BuildkitSide::without_info();
   }
-  // v0.11's format (cmd/buildctl/debug/info.go): "BuildKit: github.com/moby/buildkit v0.11.6 <rev>"
-  auto daemon = find_version(output);
-  auto shown = [](const std::optional<BuildkitVersion>& v) {
-    return v ? fmt::format("v{}.{}.{}", v->major, v->minor, v->patch) : std::string("unknown");
-  };
-  return fmt::format("buildkitd {}, buildctl {}", shown(daemon), shown(client_version));
+  return versions.text();
 }
 
 std::vector<std::string> BuildkitEngine::unsupported(const std::vector<BuildRequest>& requests,
                                                      const std::string& version) const {
-  // `version` is what version() returned: "buildkitd vX.Y.Z, buildctl vX.Y.Z"; an unknown
-  // number is treated as older than anything kiln needs.
-  std::optional<BuildkitVersion> daemon;
-  std::optional<BuildkitVersion> client;
-  for (const auto& part : split(version, ',')) {
-    std::string_view text = trim(part);
-    if (text.starts_with("buildkitd ")) {
-      daemon = BuildkitVersion::parse(text.substr(10));
-    } else if (text.starts_with("buildctl ")) {
-      client = BuildkitVersion::parse(text.substr(9));
-    }
-  }
-  std::vector<std::string> problems;
-  std::vector<const Requirement*> reported;
+  return check_versions(requests, BuildkitVersions::parse(version)).problems;
+}
+
+std::vector<std::string> BuildkitEngine::version_warnings(const std::vector<BuildRequest>& requests,
+                                                          const std::string& version) const {
+  return check_versions(requests, BuildkitVersions::parse(version)).warnings;
+}
+
+BuildkitVersionCheck BuildkitEngine::check_versions(const std::vector<BuildRequest>& requests,
+                                                    const BuildkitVersions& versions) const {
+  BuildkitVersionCheck check;
+  std::vector<const Requirement*> seen;
+  // What each side could not be checked for, in the order the requests first needed it.
+  std::vector<const Requirement*> unchecked[2];
   auto need = [&](const Requirement& requirement, const BuildRequest& request) {
-    const auto& have = requirement.client ? client : daemon;
-    if ((have && *have >= requirement.since) ||
-        std::find(reported.begin(), reported.end(), &requirement) != reported.end()) {
+    if (std::find(seen.begin(), seen.end(), &requirement) != seen.end()) {
       return;
     }
-    reported.push_back(&requirement);
-    problems.push_back(fmt::format(
+    seen.push_back(&requirement);
+    const BuildkitSide& side = requirement.client ? versions.client : versions.daemon;
+    std::string have;
+    if (side.release) {
+      if (*side.release >= requirement.since) {
+        return;
+      }
+      have = side.reported;
+    } else if (side.before && *side.before <= requirement.since) {
+      have = std::string(k_without_info);
+    } else {
+      // A version that names no release (a build from source says 0.0.0+unknown): refusing
+      // it would refuse a BuildKit that may well be new enough. A flag it lacks is explained
+      // when the build fails (explain_failure).
+      unchecked[requirement.client ? 1 : 0].push_back(&requirement);
+      return;
+    }
+    check.problems.push_back(fmt::format(
         "stage '{}' uses {}, which needs BuildKit v{}.{} or newer, but {} at {} is {}; {}",
         request.stage, requirement.what, requirement.since.major, requirement.since.minor,
         requirement.client ? "buildctl" : "buildkitd",
-        requirement.client ? std::string("PATH") : m_address.shown(),
-        have ? fmt::format("v{}.{}.{}", have->major, have->minor, have->patch)
-             : std::string("older or unknown"),
-        requirement.otherwise));
+        requirement.client ? std::string("PATH") : m_address.shown(), have, requirement.otherwise));
   };
   for (const auto& request : requests) {
     need(k_metadata_file, request);
@@ -201,7 +275,37 @@ std::vector<std::string> BuildkitEngine::unsupported(const std::vector<BuildRequ
       need(k_image_manifest, request);
     }
   }
-  return problems;
+  for (bool client : {false, true}) {
+    const auto& needs = unchecked[client ? 1 : 0];
+    if (needs.empty()) {
+      continue;
+    }
+    const BuildkitSide& side = client ? versions.client : versions.daemon;
+    std::vector<std::string> named;
+    for (const Requirement* requirement : needs) {
+      named.push_back(fmt::format("{} from v{}.{}", requirement->what, requirement->since.major,
+                                  requirement->since.minor));
+    }
+    std::string is;
+    if (side.before) {
+      is = fmt::format("is {}", k_without_info);
+    } else if (side.reported.empty()) {
+      is = "reports no version";
+    } else {
+      is = fmt::format("reports version {}, which names no BuildKit release{}", side.reported,
+                       side.reported == k_unstamped ? " (what a build without a version stamp "
+                                                      "reports)"
+                                                    : "");
+    }
+    check.warnings.push_back(fmt::format(
+        "{} at {} {}; kiln cannot check what this run needs from it: {}; going on: {}",
+        client ? "buildctl" : "buildkitd", client ? std::string("PATH") : m_address.shown(), is,
+        join(named, ", "),
+        client ? "should buildctl reject a flag, the stage's failure names it and the version "
+                 "it needs"
+               : "should buildkitd lack one, the stage fails with BuildKit's own reason"));
+  }
+  return check;
 }
 
 std::vector<std::string> BuildkitEngine::build_argv(const BuildRequest& request) const {

@@ -12,8 +12,48 @@ struct BuildkitVersion {
   int minor = 0;
   int patch = 0;
 
+  /// `vX.Y.Z`, with or without a suffix: a dev build's `v0.12.0-rc1-23-g1c3e5ad.m` counts as its
+  /// release, as BuildKit's own user agent counts it. nullopt for anything else, and for 0.0.0:
+  /// no release has that number, it is what a build without a version stamp reports
+  /// (`0.0.0+unknown`) or a Go pseudo-version of an untagged commit (`v0.0.0-2023...-abcdef`).
   static std::optional<BuildkitVersion> parse(std::string_view text);
   auto operator<=>(const BuildkitVersion&) const = default;
+};
+
+/// What one side of BuildKit, buildctl or buildkitd, says its version is.
+struct BuildkitSide {
+  std::string reported;                   // as printed ("v0.11.6", "0.0.0+unknown"); "" if none
+  std::optional<BuildkitVersion> release; // what `reported` names; nullopt: no release
+  /// Known only to be older than this: a buildkitd without the Info call (v0.11) has no
+  /// version to report.
+  std::optional<BuildkitVersion> before;
+
+  /// The version word of `buildctl --version` or `buildctl debug info` output: the word after
+  /// the program's name and BuildKit's Go package ("buildctl github.com/moby/buildkit v0.11.6
+  /// <rev>", "BuildKit: github.com/moby/buildkit v0.11.6 <rev>").
+  static BuildkitSide from_probe(std::string_view output);
+  /// A buildkitd that answers, but has no `debug info`.
+  static BuildkitSide without_info();
+  /// How it reads in the version text the run records (version()).
+  std::string shown() const;
+};
+
+/// Both sides as version() recorded them: "buildkitd <shown>, buildctl <shown>".
+struct BuildkitVersions {
+  BuildkitSide daemon;
+  BuildkitSide client;
+
+  std::string text() const;
+  static BuildkitVersions parse(std::string_view text);
+};
+
+/// What the versions at hand mean for a run's requests.
+struct BuildkitVersionCheck {
+  /// Options the installed BuildKit is too old for, one sentence each: the run is refused.
+  std::vector<std::string> problems;
+  /// A side whose version names no release, with the options kiln could not check on it: the
+  /// run goes on and says so.
+  std::vector<std::string> warnings;
 };
 
 /// Where buildctl connects and who said so: BUILDKIT_HOST wins over the chain file.
@@ -35,10 +75,15 @@ public:
   explicit BuildkitEngine(BuildkitAddress address) : m_address(std::move(address)) {}
 
   std::string name() const override { return "buildkit"; }
-  /// "buildkitd v0.11.6, buildctl v0.11.6", or why neither answers.
+  /// "buildkitd v0.11.6, buildctl v0.11.6", or why neither answers. Both are asked at once.
   tl::expected<std::string, std::string> version() const override;
   std::vector<std::string> unsupported(const std::vector<BuildRequest>& requests,
                                        const std::string& version) const override;
+  std::vector<std::string> version_warnings(const std::vector<BuildRequest>& requests,
+                                            const std::string& version) const override;
+  /// The decision behind unsupported() and version_warnings().
+  BuildkitVersionCheck check_versions(const std::vector<BuildRequest>& requests,
+                                      const BuildkitVersions& versions) const;
   std::vector<std::string> build_argv(const BuildRequest& request) const override;
   bool has_stage_image(const NamedContext& context) const override;
   std::string stage_image_place(const NamedContext& context) const override {

@@ -138,6 +138,15 @@ public:
     return {};
   }
 
+  /// What kiln could not check about the builder at `version` for `requests` (a version that
+  /// names no release): the run goes on and warns, one message each.
+  virtual std::vector<std::string> version_warnings(const std::vector<BuildRequest>& requests,
+                                                    const std::string& version) const {
+    (void)requests;
+    (void)version;
+    return {};
+  }
+
   /// The exact command a build runs: what `--dry-run` prints and what build() executes.
   virtual std::vector<std::string> build_argv(const BuildRequest& request) const = 0;
 

@@ -68,7 +68,14 @@ struct Invocation {
   std::string command;
   std::string case_name;
   std::string addr;
+  int64_t started_ns = 0; // CLOCK_MONOTONIC, one clock for every process on the host
 };
+
+int64_t monotonic_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 [[noreturn]] void usage_error(const std::string& what) {
   // urfave/cli's wording for a flag the command does not define.
@@ -397,7 +404,9 @@ void append_log(const Invocation& inv, int rc) {
                {"command", inv.command},
                {"case", inv.case_name},
                {"addr", inv.addr},
-               {"rc", rc}};
+               {"rc", rc},
+               {"started_ns", inv.started_ns},
+               {"ended_ns", monotonic_ns()}};
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd >= 0) {
     write_all(fd, line.dump() + "\n");
@@ -512,6 +521,26 @@ std::string version() {
   return env_or("KILN_FAKE_BUILDKIT_VERSION", "v0.11.6");
 }
 
+/// The `<package> <version> <revision>` both version probes print. A build without -ldflags
+/// stamps neither version nor revision: "0.0.0+unknown" and an empty revision, as recorded in
+/// unstamped-version.txt and unstamped-debug-info.txt.
+std::string version_words() {
+  std::string v = version();
+  return "github.com/moby/buildkit " + v + " " + (v == "0.0.0+unknown" ? "" : k_revision);
+}
+
+/// A real probe takes time (a Go program's start; for `debug info` a round trip to the daemon
+/// too): KILN_FAKE_BUILDCTL_PROBE_MS, so a test can see whether two probes overlap.
+void probe_pause() {
+  int ms = 0;
+  try {
+    ms = std::stoi(env_or("KILN_FAKE_BUILDCTL_PROBE_MS", "0"));
+  } catch (const std::exception&) {
+    unrecorded("KILN_FAKE_BUILDCTL_PROBE_MS is not a number");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 /// With KILN_FAKE_BUILDCTL_UNREACHABLE=1, fails the way buildctl does when no daemon listens.
 void require_daemon(const Invocation& inv) {
   if (env_or("KILN_FAKE_BUILDCTL_UNREACHABLE", "") != "1") {
@@ -586,10 +615,10 @@ int run_debug(Invocation& inv, size_t from) {
   }
   inv.command = "debug info";
   parse_flags(inv.args, from + 1, {});
+  probe_pause();
   require_daemon(inv);
   // v0.11.6 cmd/buildctl/debug/info.go: a tabwriter line "BuildKit:\t%s %s %s", padding 1.
-  write_all(STDOUT_FILENO,
-            "BuildKit: github.com/moby/buildkit " + version() + " " + k_revision + "\n");
+  write_all(STDOUT_FILENO, "BuildKit: " + version_words() + "\n");
   return 0;
 }
 
@@ -1006,8 +1035,9 @@ int dispatch(Invocation& inv) {
   }
   if (is_set(global, "version")) {
     inv.command = "--version";
-    write_all(STDOUT_FILENO,
-              "buildctl github.com/moby/buildkit " + version() + " " + k_revision + "\n");
+    probe_pause();
+    // cmd/buildctl/main.go: fmt.Println(name, version.Package, version, version.Revision).
+    write_all(STDOUT_FILENO, "buildctl " + version_words() + "\n");
     return 0;
   }
   if (global.rest >= inv.args.size()) {
@@ -1037,6 +1067,7 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, SIG_DFL);
 
   Invocation inv;
+  inv.started_ns = monotonic_ns();
   inv.args.assign(argv + 1, argv + argc);
   inv.addr = env_or("BUILDKIT_HOST", k_default_addr);
   int rc = 0;

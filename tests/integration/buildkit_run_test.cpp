@@ -4,6 +4,7 @@
 // real build leaves, so the stage handoff between stages is real.
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -125,8 +126,8 @@ TEST(BuildkitRun, DemoChainHandsEachStageOverByOciLayoutDigest) {
   EXPECT_NE(digest["base"], digest["final"]);
 
   // A later run of one stage alone finds its need's layout from this run.
-  KilnResult only =
-      dir.kiln({"run", "--engine", "buildkit", "--only", "smoke", "chain.toml"}, nullptr, fake.env());
+  KilnResult only = dir.kiln({"run", "--engine", "buildkit", "--only", "smoke", "chain.toml"},
+                             nullptr, fake.env());
   EXPECT_EQ(only.exit_code, 0) << only.output;
   EXPECT_TRUE(
       has_word(fake.builds().back(), "context:final=oci-layout://final@" + digest["final"]));
@@ -338,6 +339,64 @@ TEST(BuildkitRun, RefusedLaunchesNameTheAddressOrTheVersion) {
             std::string::npos)
       << old.output;
   EXPECT_TRUE(fake.builds().empty()); // refused before anything was built
+}
+
+TEST(BuildkitRun, AVersionThatNamesNoReleaseWarnsAndTheRunGoesOn) {
+  ChainDir dir;
+  dir.copy_demo_without_smoke_gate();
+  FakeBuildkit fake(dir);
+  // What buildctl and buildkitd built from source without a version stamp report.
+  KilnResult run = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, nullptr,
+                            fake.env({{"KILN_FAKE_BUILDKIT_VERSION", "0.0.0+unknown"}}));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(fake.builds().size(), 5u);
+  json manifest = dir.latest_manifest();
+  EXPECT_EQ(manifest["engine"]["version"], "buildkitd 0.0.0+unknown, buildctl 0.0.0+unknown");
+  EXPECT_EQ(manifest["status"], "ok");
+  const std::string daemon = "warning: buildkitd at unix:///run/buildkit/buildkitd.sock "
+                             "(buildctl's default) reports version 0.0.0+unknown, which names no "
+                             "BuildKit release";
+  const std::string client = "warning: buildctl at PATH reports version 0.0.0+unknown, which "
+                             "names no BuildKit release";
+  std::string driver_log = dir.read("records/latest/driver.log");
+  for (const std::string* text : {&run.output, &driver_log}) {
+    EXPECT_NE(text->find(daemon), std::string::npos) << *text;
+    EXPECT_NE(text->find(client), std::string::npos) << *text;
+    EXPECT_NE(text->find("--oci-layout (stage handoff without a registry) from v0.11"),
+              std::string::npos)
+        << *text;
+  }
+}
+
+TEST(BuildkitRun, TheTwoVersionProbesRunAtOnce) {
+  ChainDir dir;
+  write_work_chain(dir, "", "");
+  FakeBuildkit fake(dir);
+  // Each probe takes a while, as a real one does: one after the other they cannot overlap.
+  KilnResult run =
+      dir.kiln({"run", "chain.toml"}, nullptr, fake.env({{"KILN_FAKE_BUILDCTL_PROBE_MS", "400"}}));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::map<std::string, json> probes;
+  int64_t first_build = 0;
+  std::istringstream in(dir.read("buildctl.log"));
+  for (std::string line; std::getline(in, line);) {
+    json entry = json::parse(line);
+    if (entry["command"] == "build" && first_build == 0) {
+      first_build = entry["started_ns"];
+    } else if (entry["command"] != "build") {
+      EXPECT_EQ(probes.count(entry["command"]), 0u) << "probed twice: " << line;
+      probes[entry["command"]] = entry;
+    }
+  }
+  ASSERT_EQ(probes.size(), 2u) << dir.read("buildctl.log");
+  const json& client = probes["--version"];
+  const json& daemon = probes["debug info"];
+  // Overlap: each started before the other ended.
+  EXPECT_LT(client["started_ns"].get<int64_t>(), daemon["ended_ns"].get<int64_t>());
+  EXPECT_LT(daemon["started_ns"].get<int64_t>(), client["ended_ns"].get<int64_t>());
+  // And both answered before anything was built.
+  EXPECT_LT(client["ended_ns"].get<int64_t>(), first_build);
+  EXPECT_LT(daemon["ended_ns"].get<int64_t>(), first_build);
 }
 
 } // namespace

@@ -77,7 +77,8 @@ protected:
   Result run(const std::vector<std::string>& args, const std::string& env = "") const {
     std::string command = "cd " + shell_quote(m_dir.string()) +
                           " && env -u KILN_FAKE_BUILDCTL_PLAN -u KILN_FAKE_BUILDCTL_UNREACHABLE"
-                          " -u KILN_FAKE_BUILDCTL_DELAY_MS -u BUILDKIT_HOST"
+                          " -u KILN_FAKE_BUILDCTL_DELAY_MS -u KILN_FAKE_BUILDCTL_PROBE_MS"
+                          " -u KILN_FAKE_BUILDKIT_VERSION -u BUILDKIT_HOST"
                           " KILN_FAKE_BUILDCTL_LOG=log.jsonl " +
                           env + " " + shell_quote(k_fake.string());
     for (const std::string& arg : args) {
@@ -254,6 +255,36 @@ TEST_F(FakeBuildctl, ContextDigestMissingFromTheLayoutFailsTheSolve) {
              "--output", "type=oci,dest=next,tar=false"});
   EXPECT_EQ(right.rc, 0) << right.err;
   EXPECT_TRUE(fs::exists(m_dir / "next/index.json"));
+}
+
+TEST_F(FakeBuildctl, VersionProbesPrintWhatTheRealOnesPrintAndLogWhenTheyRan) {
+  Result client = run({"--version"});
+  EXPECT_EQ(client.rc, 0);
+  EXPECT_EQ(client.out, "buildctl github.com/moby/buildkit v0.11.6 "
+                        "2951a28cd7085eb18979b1f710678623d94ed578\n");
+  EXPECT_EQ(run({"debug", "info"}).out, "BuildKit: github.com/moby/buildkit v0.11.6 "
+                                        "2951a28cd7085eb18979b1f710678623d94ed578\n");
+  // Built from source without a version stamp: recorded from v0.11.6 built without -ldflags.
+  std::string unstamped = "KILN_FAKE_BUILDKIT_VERSION=0.0.0+unknown";
+  EXPECT_EQ(run({"--version"}, unstamped).out, slurp(k_recordings / "unstamped-version.txt"));
+  EXPECT_EQ(run({"debug", "info"}, unstamped).out,
+            slurp(k_recordings / "unstamped-debug-info.txt"));
+
+  // Each invocation logs when it started and ended on the host's monotonic clock, so a test
+  // can tell invocations that overlapped from ones that ran one after the other.
+  Result slow = run({"--version"}, "KILN_FAKE_BUILDCTL_PROBE_MS=50");
+  EXPECT_EQ(slow.rc, 0);
+  std::vector<json> lines = log();
+  ASSERT_EQ(lines.size(), 5u);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_LE(lines[i]["started_ns"].get<int64_t>(), lines[i]["ended_ns"].get<int64_t>());
+    if (i > 0) {
+      EXPECT_LE(lines[i - 1]["ended_ns"].get<int64_t>(), lines[i]["started_ns"].get<int64_t>());
+    }
+  }
+  EXPECT_EQ(lines[1]["command"], "debug info");
+  EXPECT_GE(lines[4]["ended_ns"].get<int64_t>() - lines[4]["started_ns"].get<int64_t>(),
+            50'000'000);
 }
 
 TEST_F(FakeBuildctl, PruneChangesWhatDuReportsAndUnknownFlagsAreUsageErrors) {

@@ -227,6 +227,121 @@ TEST(BuildkitEngine, VersionsCompareByNumber) {
   EXPECT_LT(*BuildkitVersion::parse("v0.9.3"), *BuildkitVersion::parse("v0.11.0"));
 }
 
+TEST(BuildkitEngine, AVersionThatNamesNoReleaseIsUnknownNotOld) {
+  // What buildctl and buildkitd v0.11.6 built from source without -ldflags print (recorded).
+  BuildkitSide client = BuildkitSide::from_probe(fixture("unstamped-version.txt"));
+  BuildkitSide daemon = BuildkitSide::from_probe(fixture("unstamped-debug-info.txt"));
+  EXPECT_EQ(client.reported, "0.0.0+unknown");
+  EXPECT_EQ(daemon.reported, "0.0.0+unknown");
+  EXPECT_FALSE(client.release);
+  EXPECT_FALSE(daemon.release);
+  // A Go pseudo-version of an untagged commit, a bare commit, nothing at all: no release either.
+  EXPECT_FALSE(BuildkitVersion::parse("v0.0.0-20230615134547-0123456789ab"));
+  EXPECT_FALSE(
+      BuildkitSide::from_probe("buildctl github.com/moby/buildkit 1c3e5ad8f 1c3e5ad8f\n").release);
+  EXPECT_EQ(BuildkitSide::from_probe("buildctl\n").reported, "");
+  // A dev build names its release, as BuildKit's own user agent reads it (v0.12-dev).
+  BuildkitSide dev = BuildkitSide::from_probe(
+      "BuildKit: github.com/moby/buildkit v0.12.0-rc1-23-g1c3e5ad8f.m 1c3e5ad8f\n");
+  EXPECT_EQ(dev.reported, "v0.12.0-rc1-23-g1c3e5ad8f.m");
+  EXPECT_EQ(dev.release, (BuildkitVersion{0, 12, 0}));
+  // A stamped release, as recorded from v0.11.6.
+  EXPECT_EQ(BuildkitSide::from_probe("buildctl github.com/moby/buildkit v0.11.6 "
+                                     "2951a28cd7085eb18979b1f710678623d94ed578\n")
+                .release,
+            (BuildkitVersion{0, 11, 6}));
+
+  // What the run records reads back as it was.
+  BuildkitVersions versions{daemon, dev};
+  EXPECT_EQ(versions.text(), "buildkitd 0.0.0+unknown, buildctl v0.12.0-rc1-23-g1c3e5ad8f.m");
+  BuildkitVersions back = BuildkitVersions::parse(versions.text());
+  EXPECT_EQ(back.daemon.reported, "0.0.0+unknown");
+  EXPECT_FALSE(back.daemon.release);
+  EXPECT_EQ(back.client.release, (BuildkitVersion{0, 12, 0}));
+  EXPECT_EQ((BuildkitVersions{BuildkitSide::without_info(), {}}).text(),
+            "buildkitd older than v0.11 (no debug info), buildctl unknown");
+  EXPECT_EQ(BuildkitVersions::parse("buildkitd older than v0.11 (no debug info), buildctl v0.10.6")
+                .daemon.before,
+            (BuildkitVersion{0, 11, 0}));
+}
+
+/// A request that needs every option of kiln's stage handoff without a registry.
+BuildRequest handoff_request() {
+  BuildRequest request = minimal_request("/r");
+  request.contexts = {{"base", "", "/r/oci/base", "/r/oci/base.metadata.json", ""}};
+  return request;
+}
+
+TEST(BuildkitEngine, AnUnknownVersionWarnsAndGoesOn) {
+  BuildkitEngine engine({});
+  std::string unstamped = "buildkitd 0.0.0+unknown, buildctl 0.0.0+unknown";
+  EXPECT_TRUE(engine.unsupported({handoff_request()}, unstamped).empty());
+  auto warnings = engine.version_warnings({handoff_request()}, unstamped);
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0],
+            "buildkitd at unix:///run/buildkit/buildkitd.sock (buildctl's default) reports "
+            "version 0.0.0+unknown, which names no BuildKit release (what a build without a "
+            "version stamp reports); kiln cannot check what this run needs from it: named build "
+            "contexts (--opt context:<name>=...) from v0.10, oci-layout:// contexts (stage "
+            "handoff without a registry) from v0.11; going on: should buildkitd lack one, the "
+            "stage fails with BuildKit's own reason");
+  EXPECT_EQ(warnings[1],
+            "buildctl at PATH reports version 0.0.0+unknown, which names no BuildKit release "
+            "(what a build without a version stamp reports); kiln cannot check what this run "
+            "needs from it: --metadata-file (the built image's digest) from v0.9, --oci-layout "
+            "(stage handoff without a registry) from v0.11; going on: should buildctl reject a "
+            "flag, the stage's failure names it and the version it needs");
+
+  // One side known and new enough: only the other is warned about.
+  auto one = engine.version_warnings({handoff_request()}, "buildkitd v0.11.6, buildctl 1c3e5ad8f");
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_TRUE(one[0].starts_with("buildctl at PATH reports version 1c3e5ad8f, which names no "
+                                 "BuildKit release; kiln cannot check"))
+      << one[0];
+  // A dev build is checked as its release: nothing to warn about, nothing refused.
+  std::string dev = "buildkitd v0.12.0-rc1-23-g1c3e5ad8f.m, buildctl v0.12.0-rc1-23-g1c3e5ad8f.m";
+  EXPECT_TRUE(engine.version_warnings({handoff_request()}, dev).empty());
+  EXPECT_TRUE(engine.unsupported({handoff_request()}, dev).empty());
+  // A known release warns about nothing.
+  EXPECT_TRUE(
+      engine.version_warnings({handoff_request()}, "buildkitd v0.11.6, buildctl v0.11.6").empty());
+}
+
+TEST(BuildkitEngine, AReleaseTooOldIsStillRefusedWithTheReason) {
+  BuildkitEngine engine({});
+  // A dev build of an old release is that old release.
+  auto problems =
+      engine.unsupported({handoff_request()}, "buildkitd v0.11.6, buildctl v0.10.6-12-g0123456.m");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0],
+            "stage 'work' uses --oci-layout (stage handoff without a registry), which needs "
+            "BuildKit v0.11 or newer, but buildctl at PATH is v0.10.6-12-g0123456.m; install "
+            "buildctl v0.11 or newer, or name a registry in [chain] registry to hand stages over "
+            "by push");
+  EXPECT_TRUE(engine
+                  .version_warnings({handoff_request()},
+                                    "buildkitd v0.11.6, buildctl v0.10.6-12-g0123456.m")
+                  .empty());
+
+  // A daemon without debug info is older than v0.11: refused what needs v0.11, and what it
+  // needs from before v0.11 cannot be checked.
+  std::string without_info = "buildkitd older than v0.11 (no debug info), buildctl v0.11.6";
+  problems = engine.unsupported({handoff_request()}, without_info);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0],
+            "stage 'work' uses oci-layout:// contexts (stage handoff without a registry), which "
+            "needs BuildKit v0.11 or newer, but buildkitd at unix:///run/buildkit/buildkitd.sock "
+            "(buildctl's default) is older than v0.11 (no debug info); upgrade buildkitd to "
+            "v0.11 or newer, or name a registry in [chain] registry to hand stages over by push");
+  auto warnings = engine.version_warnings({handoff_request()}, without_info);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_TRUE(warnings[0].starts_with(
+      "buildkitd at unix:///run/buildkit/buildkitd.sock (buildctl's default) is older than "
+      "v0.11 (no debug info); kiln cannot check what this run needs from it: named build "
+      "contexts"))
+      << warnings[0];
+}
+
 TEST(BuildkitEngine, UnsupportedOptionsNameTheOptionTheVersionAndTheWayOut) {
   BuildkitEngine engine({"tcp://10.0.0.5:1234", "[engine.buildkit] host"});
   BuildRequest request = minimal_request("/r");
