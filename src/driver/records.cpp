@@ -103,11 +103,7 @@ Json stage_json(const StageRecord& s) {
 } // namespace
 
 void CompileReport::add(const cc::CompileStats& stats) {
-  totals.compile_requests += stats.compile_requests;
-  totals.hits += stats.hits;
-  totals.misses += stats.misses;
-  totals.errors += stats.errors;
-  totals.bypasses += stats.bypasses;
+  cc::add_stats(totals, stats);
   ++reports;
 }
 
