@@ -139,7 +139,9 @@ std::optional<TestSummary> sum_counts(std::string_view s, std::span<const CountW
     if (!counted) {
       return std::nullopt;
     }
-    auto [count, word] = *counted;
+    // Named copies, not a structured binding: clang 14 cannot capture one in a lambda.
+    int count = counted->first;
+    std::string_view word = counted->second;
     auto known = std::find_if(words.begin(), words.end(),
                               [&](const CountWord& entry) { return entry.word == word; });
     auto which = static_cast<std::size_t>(known - words.begin());
