@@ -2,10 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -1143,14 +1140,14 @@ tl::expected<Chain, Diagnostics> Loader::load() {
     return tl::unexpected(Diagnostics{
         {{m_name}, "cannot read chain file: it is a directory", "name the chain's .toml file"}});
   }
-  std::ifstream in(m_file, std::ios::binary);
-  if (!in) {
-    return tl::unexpected(Diagnostics{
-        {{m_name}, fmt::format("cannot read chain file: {}", std::strerror(errno)), ""}});
+  auto text = read_chain_input(m_file);
+  if (!text) {
+    return tl::unexpected(
+        Diagnostics{{{m_name}, fmt::format("cannot read chain file: {}", text.error()), ""}});
   }
   toml::table root;
   try {
-    root = toml::parse(in, m_name);
+    root = toml::parse(*text, m_name);
   } catch (const toml::parse_error& e) {
     return tl::unexpected(
         Diagnostics{{pos(e.source().begin),

@@ -3,6 +3,9 @@
 #include <filesystem>
 #include <string>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 namespace kiln {
@@ -155,6 +158,16 @@ TEST(LoadChain, UnreadableFile) {
   EXPECT_EQ(chain.error()[0].pos.file, file);
   EXPECT_EQ(chain.error()[0].pos.line, 0);
   EXPECT_EQ(chain.error()[0].message, "cannot read chain file: No such file or directory");
+}
+
+TEST(LoadChain, AChainFileThatIsAFifoIsRefusedAtOnce) {
+  fs::path fifo = fs::temp_directory_path() / ("kiln-chain-fifo-" + std::to_string(::getpid()));
+  fs::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  auto chain = load_chain(fifo); // no writer ever comes: an open() that waits never returns
+  fs::remove(fifo);
+  ASSERT_FALSE(chain);
+  EXPECT_EQ(chain.error()[0].message, "cannot read chain file: not a regular file");
 }
 
 TEST(LoadChain, TomlSyntaxError) {
