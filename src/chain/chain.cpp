@@ -1,8 +1,19 @@
 #include "chain/chain.h"
 
+#include "util/fs.h"
 #include "util/strings.h"
 
 namespace kiln {
+
+tl::expected<std::string, std::string> read_chain_input(const std::filesystem::path& file) {
+  auto text = read_file(file, k_chain_file_limit);
+  if (!text) {
+    std::string prefix = "cannot read " + file.string() + ": ";
+    std::string& error = text.error();
+    return tl::unexpected(error.starts_with(prefix) ? error.substr(prefix.size()) : error);
+  }
+  return text;
+}
 
 std::string CacheSpec::attr(std::string_view key) const {
   for (const auto& field : split(text, ',')) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -8,12 +9,23 @@
 #include <utility>
 #include <vector>
 
+#include <tl/expected.hpp>
+
 #include "util/diagnostic.h"
 #include "util/pattern.h"
 
 namespace kiln {
 
 using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+/// The most kiln reads of a chain file or a versions file: far beyond any real one, while a
+/// mistake (a build log named as the chain) fails at once instead of filling memory.
+constexpr uint64_t k_chain_file_limit = 16 << 20;
+
+/// The text of a chain or versions file, or why it cannot be read without the file's name (the
+/// diagnostic's position names it). A FIFO or a device is refused, not waited on or read
+/// without end, and so is a file over k_chain_file_limit.
+tl::expected<std::string, std::string> read_chain_input(const std::filesystem::path& file);
 
 /// A secret reaches the build by the name of an environment variable or a file path, never by
 /// value: a value on a command line ends up in `ps`, shell history and logs.

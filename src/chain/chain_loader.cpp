@@ -2,10 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -71,9 +68,6 @@ constexpr int64_t k_max_count = 1000000;
 
 // The largest size any key takes, in GB: a petabyte is a typo for a disk a chain builds on.
 constexpr double k_max_gb = 1e6;
-
-// Far larger than any chain file; reading a wrong path (a log, a disk image) fails fast.
-constexpr uint64_t k_chain_file_limit = uint64_t{16} << 20;
 
 const std::string_view k_identifier_rule = "use letters, digits and '_', not starting with a digit";
 
@@ -1207,13 +1201,10 @@ tl::expected<Chain, Diagnostics> Loader::load() {
     return tl::unexpected(Diagnostics{
         {{m_name}, "cannot read chain file: it is a directory", "name the chain's .toml file"}});
   }
-  auto text = read_file(m_file, k_chain_file_limit);
+  auto text = read_chain_input(m_file);
   if (!text) {
     return tl::unexpected(
-        Diagnostics{{{m_name},
-                     fmt::format("cannot read chain file: {}",
-                                 text.error().substr(text.error().rfind(": ") + 2)),
-                     "name the chain's .toml file"}});
+        Diagnostics{{{m_name}, fmt::format("cannot read chain file: {}", text.error()), ""}});
   }
   m_text = std::move(*text);
   toml::table root;

@@ -1,8 +1,5 @@
 #include "chain/versions.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
@@ -31,21 +28,23 @@ tl::expected<KeyValues, Diagnostics> load_versions(const std::filesystem::path& 
                                        "cannot read versions file: it is a directory",
                                        "name a file of KEY=VALUE lines"}});
   }
-  std::ifstream in(file);
-  if (!in) {
-    return tl::unexpected(Diagnostics{
-        {{name}, fmt::format("cannot read versions file: {}", std::strerror(errno)), ""}});
+  auto content = read_chain_input(file);
+  if (!content) {
+    return tl::unexpected(
+        Diagnostics{{{name}, fmt::format("cannot read versions file: {}", content.error()), ""}});
   }
 
   KeyValues versions;
   Diagnostics diagnostics;
   std::map<std::string, int, std::less<>> first_line;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    if (!line.empty() && line.back() == '\r') {
-      line.pop_back();
+  std::string_view rest = *content;
+  for (int number = 1; !rest.empty(); ++number) {
+    size_t end = rest.find('\n');
+    std::string_view text = rest.substr(0, end);
+    rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+    if (!text.empty() && text.back() == '\r') {
+      text.remove_suffix(1);
     }
-    std::string_view text = line;
     size_t begin = text.find_first_not_of(" \t");
     if (begin == std::string_view::npos || text[begin] == '#') {
       continue;

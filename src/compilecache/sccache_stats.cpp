@@ -1,36 +1,61 @@
 #include "compilecache/sccache_stats.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include <nlohmann/json.hpp>
+
+#include "compilecache/stats_line.h"
 
 namespace kiln::cc {
 
 namespace {
 
-long number(const nlohmann::json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_number_integer() ? it->get<long>() : 0;
-}
+/// Reads sccache's counters, remembering the first that is no count: negative, or beyond
+/// k_max_count (a u64 near 2^64 would wrap negative in a long and subtract from a step's sums).
+class CounterReader {
+public:
+  long number(const nlohmann::json& object, const char* key) {
+    auto it = object.find(key);
+    return it != object.end() ? count(*it, key) : 0;
+  }
 
-/// PerLanguageCount: {"counts": {"C/C++": 3, "Rust": 1}, "adv_counts": {...}}.
-long per_language_total(const nlohmann::json& stats, const char* key) {
-  auto it = stats.find(key);
-  if (it == stats.end() || !it->is_object()) {
-    return 0;
-  }
-  auto counts = it->find("counts");
-  if (counts == it->end() || !counts->is_object()) {
-    return 0;
-  }
-  long total = 0;
-  for (const auto& value : *counts) {
-    if (value.is_number_integer()) {
-      total += value.get<long>();
+  /// PerLanguageCount: {"counts": {"C/C++": 3, "Rust": 1}, "adv_counts": {...}}.
+  long per_language_total(const nlohmann::json& stats, const char* key) {
+    auto it = stats.find(key);
+    if (it == stats.end() || !it->is_object()) {
+      return 0;
     }
+    auto counts = it->find("counts");
+    if (counts == it->end() || !counts->is_object()) {
+      return 0;
+    }
+    long total = 0;
+    for (const auto& [language, value] : counts->items()) {
+      total = std::min(total + count(value, key), k_max_count);
+    }
+    return total;
   }
-  return total;
-}
+
+  const std::string& error() const { return m_error; }
+
+private:
+  long count(const nlohmann::json& value, const char* key) {
+    if (value.is_number_unsigned() && value.get<uint64_t>() <= uint64_t(k_max_count)) {
+      return value.get<long>();
+    }
+    if (value.is_number_integer()) {
+      if (m_error.empty()) {
+        m_error = std::string("\"") + key + "\" is " + value.dump() +
+                  ", not a count sccache can have reached";
+      }
+      return 0;
+    }
+    return 0; // absent or not a number: reads as 0, like a counter this version does not have
+  }
+
+  std::string m_error;
+};
 
 bool went_backwards(const SccacheStats& now, const SccacheStats& start) {
   if (now.compile_requests < start.compile_requests || now.hits < start.hits ||
@@ -64,30 +89,35 @@ std::optional<SccacheStats> parse_sccache_stats(std::string_view json, std::stri
     return std::nullopt;
   }
   const nlohmann::json& stats = *stats_it;
+  CounterReader counters;
   SccacheStats out;
-  out.compile_requests = number(stats, "compile_requests");
-  out.hits = per_language_total(stats, "cache_hits");
-  out.misses = per_language_total(stats, "cache_misses");
-  out.cache_errors = per_language_total(stats, "cache_errors");
-  out.cache_write_errors = number(stats, "cache_write_errors");
-  out.cache_read_errors = number(stats, "cache_read_errors");
+  out.compile_requests = counters.number(stats, "compile_requests");
+  out.hits = counters.per_language_total(stats, "cache_hits");
+  out.misses = counters.per_language_total(stats, "cache_misses");
+  out.cache_errors = counters.per_language_total(stats, "cache_errors");
+  out.cache_write_errors = counters.number(stats, "cache_write_errors");
+  out.cache_read_errors = counters.number(stats, "cache_read_errors");
   auto levels = stats.find("multi_level");
   if (levels != stats.end() && levels->is_array()) {
     for (const auto& level : *levels) {
       if (!level.is_object()) {
         continue;
       }
-      LevelCounters counters;
+      LevelCounters level_counts;
       auto name = level.find("name");
-      counters.name = name != level.end() && name->is_string()
-                          ? name->get<std::string>()
-                          : "L" + std::to_string(out.levels.size());
-      counters.hits = number(level, "hits");
-      counters.misses = number(level, "misses");
-      counters.writes = number(level, "writes");
-      counters.write_failures = number(level, "write_failures");
-      out.levels.push_back(counters);
+      level_counts.name = name != level.end() && name->is_string()
+                              ? name->get<std::string>()
+                              : "L" + std::to_string(out.levels.size());
+      level_counts.hits = counters.number(level, "hits");
+      level_counts.misses = counters.number(level, "misses");
+      level_counts.writes = counters.number(level, "writes");
+      level_counts.write_failures = counters.number(level, "write_failures");
+      out.levels.push_back(level_counts);
     }
+  }
+  if (!counters.error().empty()) {
+    error = counters.error();
+    return std::nullopt;
   }
   return out;
 }

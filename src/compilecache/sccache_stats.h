@@ -27,7 +27,8 @@ struct LevelCounters {
 ///   cache_write_errors, cache_read_errors  number
 ///   multi_level                            absent, null, or [{name, hits, misses, writes,
 ///                                          write_failures, ...}], level 0 first
-/// A missing counter reads as 0, so one schema serves both versions.
+/// A missing counter reads as 0, so one schema serves both versions. A negative one, or one
+/// above k_max_count (stats_line.h), makes the document no stats document.
 struct SccacheStats {
   long compile_requests = 0;
   long hits = 0;

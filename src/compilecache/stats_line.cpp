@@ -1,7 +1,8 @@
 #include "compilecache/stats_line.h"
 
+#include <algorithm>
 #include <array>
-#include <limits>
+#include <cstdint>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -19,9 +20,8 @@ constexpr std::array<std::pair<SccacheServer, const char*>, 5> k_server_names = 
 }};
 
 void add(long& sum, long value) {
-  if (__builtin_add_overflow(sum, value, &sum)) {
-    sum = value < 0 ? std::numeric_limits<long>::min() : std::numeric_limits<long>::max();
-  }
+  long total = 0;
+  sum = __builtin_add_overflow(sum, value, &total) ? k_max_count : std::min(total, k_max_count);
 }
 
 } // namespace
@@ -71,9 +71,17 @@ std::optional<CompileStats> parse_stats_line(std::string_view line) {
   if (!doc.is_object()) {
     return std::nullopt;
   }
-  auto field = [](const nlohmann::json& object, const char* key) {
+  bool counts = true;
+  auto field = [&](const nlohmann::json& object, const char* key) {
     auto it = object.find(key);
-    return it != object.end() && it->is_number_integer() ? it->get<long>() : 0L;
+    if (it == object.end() || !it->is_number_integer()) {
+      return 0L;
+    }
+    if (!it->is_number_unsigned() || it->get<uint64_t>() > uint64_t(k_max_count)) {
+      counts = false;
+      return 0L;
+    }
+    return it->get<long>();
   };
   CompileStats stats{field(doc, "compile_requests"), field(doc, "hits"), field(doc, "misses"),
                      field(doc, "errors"), field(doc, "bypasses")};
@@ -84,6 +92,9 @@ std::optional<CompileStats> parse_stats_line(std::string_view line) {
   }
   stats.ccache_hits = field(doc, "ccache_hits");
   stats.ccache_misses = field(doc, "ccache_misses");
+  if (!counts) {
+    return std::nullopt;
+  }
   if (auto server = doc.find("sccache"); server != doc.end() && server->is_string()) {
     for (const auto& [value, name] : k_server_names) {
       if (*server == name) {

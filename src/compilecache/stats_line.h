@@ -35,16 +35,23 @@ struct CompileStats {
   long ccache_misses = 0;
   SccacheServer sccache = SccacheServer::unknown;
 
-  /// Add the counts of `other` (not its sccache state), saturating: a count a step printed must
-  /// not wrap a sum around to look small.
+  /// Add the counts of `other` (not its sccache state), held at k_max_count: a count a step
+  /// printed must not wrap a sum around to look small, however many steps are summed.
   CompileStats& operator+=(const CompileStats& other);
 };
 
 constexpr std::string_view k_stats_prefix = "[kiln-cc:stats] ";
 
+/// The largest count kiln-cc reads or reports. Far beyond any real cache (a step with a million
+/// compiles is rare) and far from overflow however many are summed: a count outside 0..this in
+/// sccache's stats or on a stats line is refused, not added, or output claiming 2^64 compiles
+/// would wrap to a few and pass a floor.
+constexpr long k_max_count = 1'000'000'000'000;
+
 std::string format_stats_line(const CompileStats& stats);
 
-/// The stats on a line that starts with k_stats_prefix; nullopt for any other line.
+/// The stats on a line that starts with k_stats_prefix; nullopt for any other line, and for one
+/// with a count outside 0..k_max_count. A missing or non-integer field counts 0.
 std::optional<CompileStats> parse_stats_line(std::string_view line);
 
 } // namespace kiln::cc

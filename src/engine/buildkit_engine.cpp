@@ -382,7 +382,7 @@ bool BuildkitEngine::has_stage_image(const NamedContext& context) const {
   if (!context.pushed.empty()) {
     return true; // the registry holds it; the build resolves it by digest
   }
-  auto index = read_file(context.layout / "index.json");
+  auto index = read_file(context.layout / "index.json", k_image_json_limit);
   return index && index->find(digest) != std::string::npos;
 }
 
@@ -431,7 +431,7 @@ std::string BuildkitEngine::explain_failure(const Tail& evidence) const {
 }
 
 std::string metadata_digest(const fs::path& metadata) {
-  auto text = read_file(metadata);
+  auto text = read_file(metadata, k_image_json_limit);
   if (!text) {
     return {};
   }
@@ -440,7 +440,9 @@ std::string metadata_digest(const fs::path& metadata) {
       !json["containerimage.digest"].is_string()) {
     return {};
   }
-  return json["containerimage.digest"].get<std::string>();
+  // It names a file under the layout's blobs/, and is looked for in its index.json.
+  std::string digest = json["containerimage.digest"].get<std::string>();
+  return is_oci_digest(digest) ? digest : std::string();
 }
 
 bool cache_slug_ready(const fs::path& slug) {

@@ -104,7 +104,8 @@ private:
   BuildkitAddress m_address;
 };
 
-/// The image digest a build's `--metadata-file` names, empty when it names none.
+/// The image digest a build's `--metadata-file` names, empty when it names none (or none that
+/// is_oci_digest accepts).
 std::string metadata_digest(const std::filesystem::path& metadata);
 
 /// Whether `slug` holds a local cache export to import: an empty or absent one is a clean miss,

@@ -1,6 +1,7 @@
 #include "engine/buildkit_output.h"
 
 #include <algorithm>
+#include <set>
 
 namespace kiln {
 
@@ -71,8 +72,9 @@ Tail BuildkitOutput::evidence() const {
 
 std::vector<std::string> BuildkitOutput::finished_build_stages() const {
   struct Seen {
-    int steps = 0;              // how many steps the stage has
-    std::vector<bool> finished; // per step
+    int steps = 0;          // how many steps the stage has
+    bool agreed = true;     // every step of it said the same
+    std::set<int> finished; // step numbers, 1..steps
   };
   std::vector<std::pair<std::string, Seen>> stages;
   for (const Vertex& v : m_plain.vertices()) {
@@ -82,16 +84,18 @@ std::vector<std::string> BuildkitOutput::finished_build_stages() const {
     auto it = std::find_if(stages.begin(), stages.end(),
                            [&](const auto& s) { return s.first == v.stage; });
     if (it == stages.end()) {
-      stages.push_back({v.stage, {v.steps, std::vector<bool>(static_cast<size_t>(v.steps))}});
+      stages.push_back({v.stage, {v.steps, true, {}}});
       it = stages.end() - 1;
     }
+    // Output that numbers one stage's steps two ways says nothing certain about it.
+    it->second.agreed = it->second.agreed && it->second.steps == v.steps;
     if (v.state == VertexState::done || v.state == VertexState::cached) {
-      it->second.finished[static_cast<size_t>(v.step - 1)] = true;
+      it->second.finished.insert(v.step);
     }
   }
   std::vector<std::string> finished;
   for (const auto& [name, seen] : stages) {
-    if (std::all_of(seen.finished.begin(), seen.finished.end(), [](bool f) { return f; })) {
+    if (seen.agreed && static_cast<int>(seen.finished.size()) == seen.steps) {
       finished.push_back(name);
     }
   }

@@ -1,8 +1,11 @@
 #include "engine/image_config.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "util/diagnostic.h"
 #include "util/fs.h"
 #include "util/process.h"
 
@@ -13,7 +16,7 @@ namespace {
 using nlohmann::json;
 
 tl::expected<json, std::string> read_json(const std::filesystem::path& file) {
-  auto text = read_file(file);
+  auto text = read_file(file, k_image_json_limit);
   if (!text) {
     return tl::unexpected(text.error());
   }
@@ -31,12 +34,14 @@ tl::expected<std::filesystem::path, std::string> blob_path(const std::filesystem
       !descriptor["digest"].is_string()) {
     return tl::unexpected(std::string("a descriptor without a digest"));
   }
-  std::string digest = descriptor["digest"];
-  size_t colon = digest.find(':');
-  if (colon == std::string::npos) {
-    return tl::unexpected(fmt::format("digest '{}' has no algorithm", digest));
+  const std::string& digest = descriptor["digest"].get_ref<const std::string&>();
+  if (!is_oci_digest(digest)) {
+    return tl::unexpected(
+        fmt::format("{}: a descriptor's digest '{}' is not sha256: and 64 lowercase hex digits; "
+                    "is it an OCI image layout, written by an image tool?",
+                    layout.string(), printable(digest.substr(0, 100))));
   }
-  return layout / "blobs" / digest.substr(0, colon) / digest.substr(colon + 1);
+  return layout / "blobs" / "sha256" / digest.substr(7);
 }
 
 std::vector<std::string> env_of(const json& config) {
@@ -54,6 +59,13 @@ std::vector<std::string> env_of(const json& config) {
 
 } // namespace
 
+bool is_oci_digest(std::string_view digest) {
+  constexpr std::string_view k_algorithm = "sha256:";
+  return digest.size() == k_algorithm.size() + 64 && digest.starts_with(k_algorithm) &&
+         std::all_of(digest.begin() + k_algorithm.size(), digest.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
 tl::expected<std::vector<std::string>, std::string>
 image_env_from_layout(const std::filesystem::path& layout, const std::string& digest) {
   auto doc = read_json(layout / "index.json");
@@ -61,7 +73,7 @@ image_env_from_layout(const std::filesystem::path& layout, const std::string& di
     const json* chosen = nullptr;
     if (doc->contains("manifests") && (*doc)["manifests"].is_array()) {
       for (const auto& entry : (*doc)["manifests"]) {
-        if (entry.is_object() && entry.value("digest", "") == digest) {
+        if (entry.is_object() && entry.contains("digest") && entry["digest"] == digest) {
           chosen = &entry;
         }
       }

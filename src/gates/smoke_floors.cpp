@@ -1,5 +1,6 @@
 #include "gates/smoke_floors.h"
 
+#include <algorithm>
 #include <vector>
 
 #include <fmt/format.h>
@@ -17,6 +18,12 @@ SmokeVerdict judge_smoke(const SmokeCounts& counts, int min_passed, int max_skip
   if (counts.passed == 0 && counts.failed == 0 && counts.skipped == 0) {
     return {false, "the smoke tests ran nothing (0 passed, 0 failed, 0 skipped); \"all passed\" "
                    "with nothing run is never green"};
+  }
+  if (std::max({counts.passed, counts.failed, counts.skipped}) >= k_max_test_count) {
+    return {false, fmt::format("the smoke output claims {} or more tests ({} passed, {} failed, "
+                               "{} skipped): no smoke stage runs that many, so the summary is "
+                               "no count to trust; make the tests print their real counts",
+                               k_max_test_count, counts.passed, counts.failed, counts.skipped)};
   }
   std::vector<std::string> missed;
   if (counts.failed > 0) {

@@ -13,7 +13,8 @@ struct SmokeVerdict {
 };
 
 /// Green only when the output reported results, something ran, nothing failed, at least
-/// `min_passed` passed and at most `max_skipped` were skipped. A run that asserted nothing used
+/// `min_passed` passed and at most `max_skipped` were skipped, and no count reached
+/// k_max_test_count. A run that asserted nothing used
 /// to print "All smoke tests passed!" and exit 0; that must read as a failure here.
 SmokeVerdict judge_smoke(const SmokeCounts& counts, int min_passed, int max_skipped);
 

@@ -61,6 +61,11 @@ std::size_t buildkit_prefix_length(std::string_view line) {
   return line[i] == ' ' ? i + 1 : 0;
 }
 
+// Both at most k_max_test_count, so the sum cannot overflow before it is held there.
+int add_counts(int a, int b) {
+  return std::min(a + b, k_max_test_count);
+}
+
 TestSummary summary_of(std::string format, int passed = 0, int failed = 0, int skipped = 0) {
   TestSummary summary;
   summary.format = std::move(format);
@@ -134,7 +139,9 @@ std::optional<TestSummary> sum_counts(std::string_view s, std::span<const CountW
     if (!counted) {
       return std::nullopt;
     }
-    auto [count, word] = *counted;
+    // Named copies, not a structured binding: clang 14 cannot capture one in a lambda.
+    int count = counted->first;
+    std::string_view word = counted->second;
     auto known = std::find_if(words.begin(), words.end(),
                               [&](const CountWord& entry) { return entry.word == word; });
     auto which = static_cast<std::size_t>(known - words.begin());
@@ -143,7 +150,7 @@ std::optional<TestSummary> sum_counts(std::string_view s, std::span<const CountW
     }
     seen[which] = true;
     if (known->count) {
-      summary.*(known->count) += count;
+      summary.*(known->count) = add_counts(summary.*(known->count), count);
     }
   }
   return summary;
@@ -345,7 +352,8 @@ SmokeCounts find_test_summaries(const std::vector<std::string>& lines) {
             if (entry == NotRun::none) {
               break;
             }
-            (entry == NotRun::skipped ? listed_skipped : listed_disabled)++;
+            int& listed = entry == NotRun::skipped ? listed_skipped : listed_disabled;
+            listed = add_counts(listed, 1);
           }
         }
         break;
@@ -356,7 +364,7 @@ SmokeCounts find_test_summaries(const std::vector<std::string>& lines) {
         listed_disabled = 0;
       }
       found = summary_of("ctest", totals->total - totals->failed - listed_skipped, totals->failed,
-                         listed_skipped + listed_disabled);
+                         add_counts(listed_skipped, listed_disabled));
     } else if (auto pytest = parse_pytest(text)) {
       found = pytest;
     } else if (auto plain = parse_plain(text)) {
@@ -365,9 +373,9 @@ SmokeCounts find_test_summaries(const std::vector<std::string>& lines) {
     if (found) {
       found->line = static_cast<int>(i + 1);
       found->text = std::string(text);
-      counts.passed += found->passed;
-      counts.failed += found->failed;
-      counts.skipped += found->skipped;
+      counts.passed = add_counts(counts.passed, found->passed);
+      counts.failed = add_counts(counts.failed, found->failed);
+      counts.skipped = add_counts(counts.skipped, found->skipped);
       counts.summaries.push_back(std::move(*found));
     }
     ++i;

@@ -36,6 +36,11 @@ namespace kiln {
 /// escapes and a trailing `\r` are dropped first, and the lines BuildKit repeats under
 /// `------` / ` > [stage] RUN ...:` when a step fails are not read twice.
 
+/// The most tests a count may claim. No smoke stage runs a billion tests, and below it two counts
+/// add without overflow: a count that reaches it is held there and the gate refuses it. (Counts
+/// once wrapped: output claiming 2^32 failures summed to 0 failed and passed the gate.)
+constexpr int k_max_test_count = 1'000'000'000;
+
 /// One closing summary found in the output.
 struct TestSummary {
   std::string format; // "plain", "pytest" or "ctest"
@@ -46,8 +51,9 @@ struct TestSummary {
   std::string text; // the line as the runner printed it: no log prefix, colour or `\r`
 };
 
-/// Every summary found, in order, and their sum. No summary at all means the output reported
-/// no results; a summary with all counts zero means a runner said it ran nothing.
+/// Every summary found, in order, and their sum (each count held at k_max_test_count). No summary
+/// at all means the output reported no results; a summary with all counts zero means a runner
+/// said it ran nothing.
 struct SmokeCounts {
   int passed = 0;
   int failed = 0;

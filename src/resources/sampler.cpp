@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "util/diagnostic.h"
 #include "util/time.h"
 
 namespace kiln {
@@ -288,12 +289,29 @@ read_resource_csv(const std::filesystem::path& csv) {
       return fail(fmt::format("time `{}` is not UTC ISO-8601", row.time));
     }
     row.phase = (*fields)[1];
-    static constexpr std::string_view k_names[] = {"cpu_pct", "free_ram_gb", "committed_gb",
-                                                   "free_disk_gb"};
-    double* values[] = {&row.cpu_pct, &row.free_ram_gb, &row.committed_gb, &row.free_disk_gb};
+    // The sampler writes a percentage and sizes in GiB. Anything else (nan, inf, 1e308, a
+    // negative size) comes from an edit or a damaged file and would poison every sum, average
+    // and minimum of its phase, so it is refused rather than summarised.
+    struct Column {
+      std::string_view name;
+      double* value;
+      double max;
+    };
+    constexpr double k_max_gb = 1e9; // an exabyte: more than any host has
+    const Column columns[] = {{"cpu_pct", &row.cpu_pct, 100},
+                              {"free_ram_gb", &row.free_ram_gb, k_max_gb},
+                              {"committed_gb", &row.committed_gb, k_max_gb},
+                              {"free_disk_gb", &row.free_disk_gb, k_max_gb}};
     for (size_t i = 0; i < 4; ++i) {
-      if (!parse_double((*fields)[i + 2], *values[i])) {
-        return fail(fmt::format("{} `{}` is not a number", k_names[i], (*fields)[i + 2]));
+      const Column& column = columns[i];
+      std::string_view text = (*fields)[i + 2];
+      if (!parse_double(text, *column.value)) {
+        return fail(fmt::format("{} `{}` is not a number", column.name, printable(text)));
+      }
+      if (!(*column.value >= 0 && *column.value <= column.max)) {
+        return fail(fmt::format("{} `{}` is not a number from 0 to {} as the sampler writes; "
+                                "correct the line or delete it",
+                                column.name, printable(text), static_cast<long long>(column.max)));
       }
     }
     rows.push_back(std::move(row));

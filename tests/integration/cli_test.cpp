@@ -168,5 +168,20 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_NE(missing.output.find("no-such-chain.toml"), std::string::npos) << missing.output;
 }
 
+TEST(Cli, ResourcesSummarizeRefusesANumberNoSamplerWrites) {
+  ChainDir dir;
+  dir.write("resources.csv", "time,phase,cpu_pct,free_ram_gb,committed_gb,free_disk_gb\n"
+                             "2026-12-02T16:59:29Z,base,50.0,22.9,0.1,75.0\n"
+                             "2026-12-02T16:59:49Z,base,50.0,22.9,0.1,1e308\n");
+  KilnResult result = dir.kiln({"resources", "summarize", "resources.csv"});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("resources.csv:3: free_disk_gb `1e308` is not a number from 0 to "
+                               "1000000000"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("correct the line or delete it"), std::string::npos)
+      << result.output;
+}
+
 } // namespace
 } // namespace kiln::testing

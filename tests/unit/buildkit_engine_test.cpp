@@ -379,6 +379,16 @@ TEST(BuildkitOutput, RecordedFreshBuildCountsStepsAndVertices) {
   EXPECT_EQ(output->finished_build_stages(), (std::vector<std::string>{"base", "work"}));
 }
 
+// A stage whose steps disagree on their count cannot be known to have finished. Each stage's
+// record was sized by the first count seen, and step 900 of 999 wrote past it.
+TEST(BuildkitOutput, AStageWhoseStepCountsDisagreeIsNotFinished) {
+  auto output = replay("#1 [a 1/1] RUN x\n#1 DONE 0.1s\n\n"
+                       "#2 [a 900/999] RUN y\n#2 DONE 0.1s\n\n"
+                       "#3 [b 1/2] RUN x\n#3 DONE 0.1s\n\n"
+                       "#4 [b 2/2] RUN y\n#4 CACHED\n");
+  EXPECT_EQ(output->finished_build_stages(), (std::vector<std::string>{"b"}));
+}
+
 TEST(BuildkitOutput, RecordedCachedBuildServesEveryStep) {
   auto output = replay(fixture("build-cached.stderr"));
   EXPECT_EQ(output->progress().steps_run, 4);

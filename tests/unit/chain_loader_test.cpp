@@ -1,7 +1,11 @@
 #include "chain/chain_loader.h"
 
 #include <filesystem>
+#include <fstream>
 #include <string>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -158,6 +162,34 @@ TEST(LoadChain, UnreadableFile) {
   EXPECT_EQ(chain.error()[0].pos.file, file);
   EXPECT_EQ(chain.error()[0].pos.line, 0);
   EXPECT_EQ(chain.error()[0].message, "cannot read chain file: No such file or directory");
+}
+
+TEST(LoadChain, AChainFileThatIsAFifoIsRefusedAtOnce) {
+  fs::path fifo = fs::temp_directory_path() / ("kiln-chain-fifo-" + std::to_string(::getpid()));
+  fs::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  auto chain = load_chain(fifo); // no writer ever comes: an open() that waits never returns
+  fs::remove(fifo);
+  ASSERT_FALSE(chain);
+  EXPECT_EQ(chain.error()[0].message, "cannot read chain file: not a regular file");
+}
+
+// Found by fuzzing: toml++ 3.3.0 reaches undefined behaviour classifying U+00FA where it looks for
+// whitespace (upstream's bug, tests/fuzz/ubsan_ignore.txt). With Debian's build it is an error
+// at that character, and must stay one.
+TEST(LoadChain, ANonAsciiCharacterWhereTomlWantsWhitespaceIsATomlError) {
+  fs::path file = fs::temp_directory_path() / ("kiln-chain-u00fa-" + std::to_string(::getpid()));
+  const std::string input("\xc3\xba> Dockerfile <==\nFP==> a\x1a\0\0\0\0O\0\0\0M scratch\n==pp",
+                          49);
+  std::ofstream(file, std::ios::binary) << input;
+  auto chain = load_chain(file);
+  fs::remove(file);
+  ASSERT_FALSE(chain);
+  ASSERT_EQ(chain.error().size(), 1u);
+  EXPECT_EQ(chain.error()[0].pos.line, 1);
+  EXPECT_EQ(chain.error()[0].pos.column, 1);
+  EXPECT_NE(chain.error()[0].message.find("invalid TOML"), std::string::npos)
+      << chain.error()[0].message;
 }
 
 TEST(LoadChain, TomlSyntaxError) {

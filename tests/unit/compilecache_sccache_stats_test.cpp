@@ -82,6 +82,32 @@ TEST(SccacheStats, RefusesWhatIsNotTheStatsDocument) {
   EXPECT_NE(error.find("compile_requests"), std::string::npos);
 }
 
+// sccache's counters are u64: one near 2^64 once read as a negative long, and per-language
+// counts summed past the range of a long.
+TEST(SccacheStats, RefusesCountersNoCacheCanHaveReached) {
+  std::string error;
+  EXPECT_FALSE(parse_sccache_stats(
+      R"({"stats":{"compile_requests":18446744073709551615,"cache_hits":{"counts":{}}}})", error));
+  EXPECT_NE(error.find("\"compile_requests\" is 18446744073709551615"), std::string::npos) << error;
+  error.clear();
+  EXPECT_FALSE(parse_sccache_stats(
+      R"({"stats":{"compile_requests":2,"cache_hits":{"counts":{"C/C++":9223372036854775807,
+          "Rust":9223372036854775807}}}})",
+      error));
+  EXPECT_NE(error.find("cache_hits"), std::string::npos) << error;
+  error.clear();
+  EXPECT_FALSE(parse_sccache_stats(
+      R"j({"stats":{"compile_requests":2,"multi_level":[{"name":"L0 (disk)","writes":-3}]}})j",
+      error));
+  EXPECT_NE(error.find("writes"), std::string::npos) << error;
+}
+
+TEST(SccacheStats, PerLanguageCountsHoldAtTheLargestCount) {
+  SccacheStats s = parse(R"({"stats":{"compile_requests":2,"cache_misses":{"counts":
+      {"C/C++":1000000000000,"Rust":1000000000000}}}})");
+  EXPECT_EQ(s.misses, 1'000'000'000'000);
+}
+
 TEST(SccacheStats, CountsSinceTheStart) {
   SccacheStats start = parse(fake_stats_json("compile_requests=10\nhits=4\nmisses=6\n"
                                              "levels=\"disk:6:0 s3:6:0\"\n"));

@@ -126,6 +126,17 @@ TEST_F(RecordsTest, CompileReportsAreSummedAndRecorded) {
       nlohmann::json::parse(manifest_json(run))["stages"][0]["attempts"][0]["compile"].is_null());
 }
 
+// Each step's count may be as large as a stats line allows; their sum must not wrap.
+TEST_F(RecordsTest, CompileReportSumsHoldAtTheLargestCount) {
+  CompileReport report;
+  for (int i = 0; i < 10; ++i) {
+    report.add({1'000'000'000'000, 1, 0, 0, 0});
+  }
+  EXPECT_EQ(report.totals.compile_requests, 1'000'000'000'000);
+  EXPECT_EQ(report.totals.hits, 10);
+  EXPECT_EQ(report.reports, 10);
+}
+
 TEST_F(RecordsTest, InvalidUtf8InAQuotedLineStillWritesTheManifest) {
   RunRecord run = sample("20261202-140000-aaaa", "failed:base", 1);
   run.stages[0].attempts[0].matched_line = "caf\xe9: connection reset by peer";

@@ -192,6 +192,32 @@ TEST_F(ResourceSamplerTest, WritesRowsOfEachPhaseInOrder) {
   EXPECT_EQ(contents(copy), text);
 }
 
+// from_chars reads nan, inf and 1e308 as numbers; summed into a phase they printed as nan or
+// inf minutes of CPU. A negative size and a CPU share above 100 % are no sample either.
+TEST_F(ResourceSamplerTest, ValuesNoSamplerWritesAreRefusedWithTheirLine) {
+  const std::string header(k_resource_csv_header);
+  const std::string good = "2026-12-02T16:59:29Z,base,50.0,22.9,0.1,75.0\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {"2026-12-02T16:59:39Z,base,nan,22.9,0.1,75.0\n", "cpu_pct `nan`"},
+      {"2026-12-02T16:59:39Z,base,50.0,inf,0.1,75.0\n", "free_ram_gb `inf`"},
+      {"2026-12-02T16:59:39Z,base,50.0,22.9,1e308,75.0\n", "committed_gb `1e308`"},
+      {"2026-12-02T16:59:39Z,base,50.0,22.9,0.1,-1\n", "free_disk_gb `-1`"},
+      {"2026-12-02T16:59:39Z,base,100.5,22.9,0.1,75.0\n", "cpu_pct `100.5`"},
+      {"2026-12-02T16:59:39Z,base,50.0,-nan,0.1,75.0\n", "free_ram_gb `-nan`"},
+  };
+  for (const auto& [row, named] : cases) {
+    fs::path csv = write("resources.csv", header + good + row);
+    auto rows = read_resource_csv(csv);
+    ASSERT_FALSE(rows) << row;
+    EXPECT_NE(rows.error().find(csv.string() + ":3: " + named), std::string::npos) << rows.error();
+    EXPECT_NE(rows.error().find("correct the line or delete it"), std::string::npos)
+        << rows.error();
+  }
+  auto edge = read_resource_csv(
+      write("resources.csv", header + "2026-12-02T16:59:29Z,base,100,0,0,1000000000\n"));
+  ASSERT_TRUE(edge) << edge.error();
+}
+
 TEST_F(ResourceSamplerTest, APhaseChangeIsWrittenAtOnceAndStopWakesTheThread) {
   fs::path csv = m_dir / "resources.csv";
   ResourceSampler sampler(csv, m_dir, std::chrono::hours(1));

@@ -50,5 +50,38 @@ TEST(SmokeFloors, SkippedOnlyRunIsBelowAnyPositiveFloor) {
   EXPECT_EQ(verdict.reason, "0 passed, below the floor min_passed = 1");
 }
 
+// Counts once added as int: 4 * 999,999,999 + 294,967,300 failures is 2^32, which wrapped to
+// 0 failed and the gate passed.
+TEST(SmokeFloors, FailuresSummingPastTheIntRangeStillFail) {
+  std::vector<std::string> lines = {"1 passed"};
+  for (int i = 0; i < 4; ++i) {
+    lines.push_back("999999999 failed");
+  }
+  lines.push_back("294967300 failed");
+  SmokeCounts counts = find_test_summaries(lines);
+  EXPECT_EQ(counts.failed, k_max_test_count);
+  SmokeVerdict verdict = judge_smoke(counts, 1, 0);
+  EXPECT_FALSE(verdict.ok);
+  EXPECT_NE(verdict.reason.find("no smoke stage runs that many"), std::string::npos)
+      << verdict.reason;
+}
+
+// pytest's errors count as failures: three kinds of 999,999,999 in one line wrapped negative.
+TEST(SmokeFloors, OneLineOfHugeCountsStillFails) {
+  SmokeCounts counts = find_test_summaries(
+      {"== 1 passed, 999999999 failed, 999999999 errors, 999999999 error in 0.12s =="});
+  ASSERT_EQ(counts.summaries.size(), 1u);
+  EXPECT_EQ(counts.summaries[0].failed, k_max_test_count);
+  EXPECT_FALSE(judge_smoke(counts, 1, 0).ok);
+}
+
+TEST(SmokeFloors, AnAbsurdNumberOfPassesIsNotGreen) {
+  SmokeCounts counts = find_test_summaries({"999999999 passed", "999999999 passed"});
+  EXPECT_EQ(counts.passed, k_max_test_count);
+  SmokeVerdict verdict = judge_smoke(counts, 1, 0);
+  EXPECT_FALSE(verdict.ok);
+  EXPECT_NE(verdict.reason.find("1000000000 or more"), std::string::npos) << verdict.reason;
+}
+
 } // namespace
 } // namespace kiln

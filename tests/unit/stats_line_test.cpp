@@ -86,5 +86,26 @@ TEST(StatsLine, SumsSaturateInsteadOfWrapping) {
   EXPECT_EQ(sum.ccache_hits, 10);
 }
 
+// A count that is negative or beyond any real cache's is no count: it wrapped the sums it
+// was added to (2^64 - 1 read as -1).
+TEST(StatsLine, CountsOutsideTheRangeRefuseTheLine) {
+  EXPECT_FALSE(parse_stats_line("[kiln-cc:stats] {\"compile_requests\":-5,\"hits\":3}"));
+  EXPECT_FALSE(parse_stats_line("[kiln-cc:stats] {\"compile_requests\":18446744073709551615}"));
+  EXPECT_FALSE(parse_stats_line("[kiln-cc:stats] {\"hits\":9223372036854775807}"));
+  EXPECT_FALSE(parse_stats_line("[kiln-cc:stats] {\"bypasses\":1000000000001}"));
+  auto largest = parse_stats_line("[kiln-cc:stats] {\"compile_requests\":1000000000000}");
+  ASSERT_TRUE(largest);
+  EXPECT_EQ(largest->compile_requests, 1'000'000'000'000);
+}
+
+TEST(StatsLine, SumsHoldAtTheLargestCount) {
+  CompileStats total{k_max_count, 0, 1, 0, 0};
+  total += CompileStats{k_max_count, 2, k_max_count, 0, 3};
+  EXPECT_EQ(total.compile_requests, k_max_count);
+  EXPECT_EQ(total.hits, 2);
+  EXPECT_EQ(total.misses, k_max_count);
+  EXPECT_EQ(total.bypasses, 3);
+}
+
 } // namespace
 } // namespace kiln::cc

@@ -3,6 +3,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 namespace kiln {
@@ -68,6 +71,33 @@ TEST(LoadVersions, ReportsEveryBadLine) {
   EXPECT_EQ(errors[3].pos.line, 6);
   EXPECT_EQ(errors[3].pos.column, 1);
   EXPECT_EQ(errors[3].message, "'1X' is not a valid variable name");
+}
+
+// A versions file is named by the user: a FIFO once blocked the load in open() for ever, and a
+// link to /dev/zero was read until memory ran out.
+TEST(LoadVersions, RefusesWhatIsNotARegularFile) {
+  fs::path fifo = fs::temp_directory_path() / ("kiln-versions-fifo-" + std::to_string(::getpid()));
+  fs::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  auto from_fifo = load_versions(fifo); // no writer ever comes
+  fs::remove(fifo);
+  ASSERT_FALSE(from_fifo);
+  EXPECT_EQ(from_fifo.error()[0].message, "cannot read versions file: not a regular file");
+
+  auto from_device = load_versions("/dev/zero");
+  ASSERT_FALSE(from_device);
+  EXPECT_EQ(from_device.error()[0].message, "cannot read versions file: not a regular file");
+}
+
+TEST(LoadVersions, RefusesAFileLargerThanAnyVersionsFile) {
+  fs::path file = fs::temp_directory_path() / ("kiln-versions-big-" + std::to_string(::getpid()));
+  std::ofstream(file) << "A=1\n";
+  fs::resize_file(file, k_chain_file_limit + 1);
+  auto versions = load_versions(file);
+  fs::remove(file);
+  ASSERT_FALSE(versions);
+  EXPECT_EQ(versions.error()[0].message,
+            "cannot read versions file: 16777217 bytes, more than the 16777216 allowed");
 }
 
 TEST(LoadVersions, MissingFile) {

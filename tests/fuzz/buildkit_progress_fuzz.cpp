@@ -1,0 +1,31 @@
+// buildctl's plain progress, read as a run reads it: line by line into the engine's output
+// reader (the plain-progress parser beneath it), then everything a run asks of it.
+#include <cstdlib>
+
+#include "engine/buildkit_engine.h"
+#include "engine/buildkit_output.h"
+#include "fuzz_bundle.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace kiln;
+  BuildkitEngine engine({});
+  std::unique_ptr<BuildOutput> output = engine.read_output();
+  LineSplitter lines([&](std::string_view line) {
+    output->feed(line);
+    (void)BuildkitVersion::parse(line);
+  });
+  lines.feed(fuzz::as_text(data, size));
+  lines.finish();
+  const BuildProgress& progress = output->progress();
+  if (progress.steps_cached > progress.steps_run || progress.vertices_cached > progress.vertices) {
+    std::abort();
+  }
+  Tail evidence = output->evidence();
+  if (evidence.size() > k_failure_tail_lines) {
+    std::abort();
+  }
+  (void)engine.explain_failure(evidence);
+  (void)output->finished_build_stages();
+  (void)output->failed_build_stage();
+  return 0;
+}
