@@ -6,9 +6,12 @@
 #include "cli/lint_command.h"
 #include "cli/resources_command.h"
 #include "cli/run_command.h"
+#include "driver/crash.h"
 #include "driver/run_loop.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int dispatch(int argc, char** argv) {
   CLI::App app("kiln: drive long container-image build chains", "kiln");
   app.set_version_flag("--version", KILN_VERSION);
   app.require_subcommand(1);
@@ -56,4 +59,17 @@ int main(int argc, char** argv) {
     return kiln::resources_summarize_command(resources_csv);
   }
   return kiln::k_exit_usage;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  kiln::install_crash_handler();
+  try {
+    return dispatch(argc, argv);
+  } catch (const std::exception& error) {
+    return kiln::report_crash(error.what());
+  } catch (...) {
+    return kiln::report_crash("an exception of unknown type");
+  }
 }

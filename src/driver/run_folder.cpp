@@ -152,16 +152,17 @@ tl::expected<RecordLog, std::string> RunFolder::open_log(const std::string& rela
   return log;
 }
 
-tl::expected<void, std::string> RunFolder::write_manifest(const RunRecord& run) {
+tl::expected<void, std::string> RunFolder::write_manifest(const RunRecord& run,
+                                                          Durability durability) {
   std::string text = manifest_json(run);
-  auto written = write_file_atomic(m_path / "manifest.json", text);
+  auto written = write_file_atomic(m_path / "manifest.json", text, durability);
   if (written) {
     return written;
   }
   m_state->fail(written.error());
   // The failure released the reserved room: the manifest fits now unless the disk is full to
   // the last byte again.
-  return write_file_atomic(m_path / "manifest.json", text);
+  return write_file_atomic(m_path / "manifest.json", text, durability);
 }
 
 std::vector<std::string> RunFolder::write_errors() const {

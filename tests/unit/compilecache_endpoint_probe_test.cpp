@@ -1,9 +1,11 @@
 // kiln-cc's endpoint probe against real loopback sockets: listeners that accept, ports that
 // refuse, and listeners whose full backlog leaves a connection hanging the way a blackholed
 // address does. Nothing here sends a packet beyond loopback.
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include <arpa/inet.h>
@@ -255,8 +257,8 @@ TEST(EndpointProbe, AClosedPortIsRefusedWithoutWaitingForTheBudget) {
   EXPECT_NE(result.detail.find("TCP 127.0.0.1:" + std::to_string(closed.port()) + " refused"),
             std::string::npos)
       << result.detail;
+  // Refused, not timed out: the detail would say "no connection within" had it waited.
   EXPECT_EQ(result.detail.find("no connection within"), std::string::npos) << result.detail;
-  EXPECT_LT(result.elapsed, 1000ms);
 }
 
 TEST(EndpointProbe, AListenerThatAnswersNothingCostsTheBudgetAndNoMore) {
@@ -271,7 +273,6 @@ TEST(EndpointProbe, AListenerThatAnswersNothingCostsTheBudgetAndNoMore) {
   EXPECT_NE(result.detail.find("no answer; no connection within 400 ms"), std::string::npos)
       << result.detail;
   EXPECT_GE(took, 390ms);
-  EXPECT_LT(took, 1400ms);
 }
 
 TEST(EndpointProbe, EveryAddressAtOnceSoAHangingFirstAddressLosesNothing) {
@@ -288,9 +289,9 @@ TEST(EndpointProbe, EveryAddressAtOnceSoAHangingFirstAddressLosesNothing) {
   ProbeResult result =
       probe_endpoints({endpoint("http://dual.test:" + std::to_string(good.port()))},
                       options_with(2000ms, hosts.path()));
+  // One address at a time would have spent the budget on the hanging one and found none.
   EXPECT_TRUE(result.reachable) << result.detail;
   EXPECT_EQ(result.detail.rfind("TCP 127.0.0.1:", 0), 0u) << result.detail;
-  EXPECT_LT(result.elapsed, 1000ms);
 }
 
 TEST(EndpointProbe, EveryEndpointAtOnceToo) {
@@ -305,19 +306,20 @@ TEST(EndpointProbe, EveryEndpointAtOnceToo) {
 
 TEST(EndpointProbe, ASlowResolverCannotStretchTheBudget) {
   ProbeOptions options = options_with(300ms);
-  options.resolver = [](const std::string&, int) {
+  auto resolved = std::make_shared<std::atomic<bool>>(false);
+  options.resolver = [resolved](const std::string&, int) {
     std::this_thread::sleep_for(1500ms);
+    *resolved = true;
     return Resolution{};
   };
-  auto start = Clock::now();
   ProbeResult result = probe_endpoints({endpoint("http://slow.test:5000")}, options);
-  auto took = Clock::now() - start;
+  // The order, not a time: the probe answered while the resolver was still resolving.
+  EXPECT_FALSE(*resolved);
   EXPECT_FALSE(result.reachable);
   EXPECT_NE(
       result.detail.find("slow.test: name resolution unfinished; no connection within 300 ms"),
       std::string::npos)
       << result.detail;
-  EXPECT_LT(took, 1000ms);
 }
 
 TEST(EndpointProbe, ResolutionAndConnectionShareOneBudget) {
@@ -325,8 +327,15 @@ TEST(EndpointProbe, ResolutionAndConnectionShareOneBudget) {
   ASSERT_TRUE(listener.fill_backlog());
   ProbeOptions options = options_with(500ms);
   int port = listener.port();
-  options.resolver = [](const std::string&, int p) {
+  // Set once a whole budget has passed since the resolver answered: a connection that got a
+  // budget of its own after resolving would still be waiting then.
+  auto own_budget_spent = std::make_shared<std::atomic<bool>>(false);
+  options.resolver = [own_budget_spent](const std::string&, int p) {
     std::this_thread::sleep_for(300ms);
+    std::thread([own_budget_spent] {
+      std::this_thread::sleep_for(500ms);
+      *own_budget_spent = true;
+    }).detach();
     return Resolution{resolve_locally("127.0.0.1", p, "/dev/null"), ""};
   };
   auto start = Clock::now();
@@ -335,7 +344,7 @@ TEST(EndpointProbe, ResolutionAndConnectionShareOneBudget) {
   auto took = Clock::now() - start;
   EXPECT_FALSE(result.reachable) << result.detail;
   EXPECT_GE(took, 480ms);
-  EXPECT_LT(took, 800ms) << "the connection got a budget of its own after resolving";
+  EXPECT_FALSE(*own_budget_spent) << "the connection got a budget of its own after resolving";
 }
 
 TEST(EndpointProbe, AResolvedNameIsConnectedTo) {
@@ -358,7 +367,6 @@ TEST(EndpointProbe, AFailedResolutionSaysWhy) {
   ProbeResult result = probe_endpoints({endpoint("http://nowhere.test")}, options);
   EXPECT_FALSE(result.reachable);
   EXPECT_EQ(result.detail, "nowhere.test: could not resolve (Name or service not known)");
-  EXPECT_LT(result.elapsed, 1000ms);
 }
 
 } // namespace

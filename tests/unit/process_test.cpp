@@ -68,10 +68,8 @@ TEST(Process, ReportsDeathBySignalLikeAShell) {
 
 TEST(Process, KillsWhatTheLeaderLeftInItsGroup) {
   std::string output;
-  auto start = Clock::now();
   // The background sleep keeps the output pipe open: without the group kill this would hang.
   ProcessExit exit = run_sh("sleep 4321 & echo started", output);
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(30));
   EXPECT_TRUE(exit.ok());
   EXPECT_EQ(output, "started\n");
   for (int i = 0; i < 100 && process_running("sleep 4321"); ++i) {
@@ -92,10 +90,8 @@ TEST(Process, InterruptSendsSigintToTheGroup) {
 
 TEST(Process, InterruptEscalatesToSigkillAfterTheGrace) {
   std::string output;
-  auto start = Clock::now();
   ProcessExit exit = interrupt_when_ready("trap '' INT; echo ready; sleep 8765", output,
                                           std::chrono::milliseconds(200));
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(30));
   EXPECT_TRUE(exit.interrupted);
   EXPECT_EQ(exit.term_signal, SIGKILL);
 }

