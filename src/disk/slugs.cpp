@@ -98,12 +98,16 @@ std::string gib_text(double gib, bool round_up) {
   if (!(gib > 0)) {
     return "0";
   }
-  // Below 1 G, three significant digits: a lever that freed 200 MB must not read as 0.
+  // Below 1 G, three significant digits: a lever that freed 200 MB must not read as 0. Below
+  // 100 KiB the digits say nothing a reader needs (0.000000978G): it reads as under 0.0001.
+  if (gib < 0.0001) {
+    return round_up ? "0.0001" : "<0.0001";
+  }
   int decimals = gib >= 100  ? 0
                  : gib >= 10 ? 1
                  : gib >= 1
                      ? 2
-                     : std::min(9, std::max(3, 2 - static_cast<int>(std::floor(std::log10(gib)))));
+                     : std::min(6, std::max(3, 2 - static_cast<int>(std::floor(std::log10(gib)))));
   if (round_up) {
     double scale = std::pow(10.0, decimals);
     return gib_text(std::ceil(gib * scale - 1e-9) / scale, false);

@@ -115,6 +115,9 @@ int snapshot_stage(const Chain& chain, const Engine& engine, const std::string& 
   for (auto& problem : engine.unsupported({request}, *version)) {
     return fail(problem);
   }
+  for (const auto& warning : engine.version_warnings({request}, *version)) {
+    console.note("warning: " + warning);
+  }
 
   console.note(fmt::format("snapshot of stage {} (green in run {}) to {}", stage_name,
                            green[stage_name].run_id, stage->snapshot_to->attr("ref")));

@@ -26,6 +26,32 @@ TEST(Cli, ConfigErrorsNameFileLineColumnWithACaretAndExitTwo) {
   EXPECT_NE(result.output.find("nothing was built"), std::string::npos);
 }
 
+TEST(Cli, ABinaryNamedAsAChainFileIsRefusedWithoutTerminalControlsOrANulCut) {
+  ChainDir dir;
+  KilnResult result = dir.kiln({"run", "/bin/ls"});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("/bin/ls:1:"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("hint: a chain file is UTF-8 text"), std::string::npos)
+      << result.output;
+  // The diagnostic goes on past the binary's NUL bytes to its end, and sends the terminal
+  // nothing it would act on.
+  EXPECT_NE(result.output.find("nothing was built"), std::string::npos) << result.output;
+  for (char c : result.output) {
+    unsigned char byte = static_cast<unsigned char>(c);
+    EXPECT_TRUE(byte == '\n' || byte == '\t' || (byte >= 0x20 && byte != 0x7f))
+        << "byte " << static_cast<int>(byte) << " in:\n"
+        << result.output;
+  }
+}
+
+TEST(Cli, JobsOutOfRangeNamesTheRange) {
+  ChainDir dir;
+  KilnResult result = dir.kiln({"run", fixture_chain("unknown_keys"), "--jobs", "0"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("not in range 1 to 4096"), std::string::npos) << result.output;
+  EXPECT_LT(result.output.size(), 300u) << "the range printed in full: " << result.output;
+}
+
 TEST(Cli, DependencyCycleIsNamedInOrder) {
   ChainDir dir;
   std::string chain = fixture_chain("cycles");

@@ -284,6 +284,9 @@ TEST(DiskSlugsText, PrintsGWithThePrecisionTheSizeCallsFor) {
   EXPECT_EQ(gib_text(0.5), "0.500");
   EXPECT_EQ(gib_text(uint64_t{256} << 10), "0.000244");
   EXPECT_EQ(gib_text(0.0001), "0.000100");
+  // Under 100 KiB the digits say nothing a reader needs (1 KiB read as 0.000000978).
+  EXPECT_EQ(gib_text(uint64_t{1050}), "<0.0001");
+  EXPECT_EQ(gib_text(uint64_t{1050}, true), "0.0001");
   EXPECT_EQ(gib_text(0.0021, true), "0.00210");
   EXPECT_EQ(gib_text(0.002101, true), "0.00211");
   EXPECT_EQ(gib_text(3 * k_gib), "3.00");
