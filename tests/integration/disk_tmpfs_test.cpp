@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include "fake_store.h"
+
 #include "disk/guard.h"
 #include "disk/slugs.h"
 #include "disk/store.h"
@@ -23,6 +25,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using testing::count_containing;
+using testing::FakeStore;
+using testing::joined;
 
 constexpr uint64_t k_mib = uint64_t{1} << 20;
 constexpr uint64_t k_page = 4096;
@@ -47,67 +52,6 @@ void write_bytes(const fs::path& file, uint64_t size) {
     left -= n;
   }
 }
-
-int count_containing(const std::vector<std::string>& lines, const std::string& needle) {
-  int n = 0;
-  for (const std::string& line : lines) {
-    n += line.find(needle) != std::string::npos ? 1 : 0;
-  }
-  return n;
-}
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const std::string& line : lines) {
-    out += line + "\n";
-  }
-  return out;
-}
-
-/// A stand-in for an engine store kept as files in `dir` (on the tmpfs unless a test puts it
-/// elsewhere): an image is a file (a hard link shares its layer, so removing it frees
-/// nothing), the layer cache is one file that the first prune deletes and later prunes find
-/// gone. Counts what is asked of it.
-class FileStore : public StoreLevers {
-public:
-  explicit FileStore(fs::path dir) : m_dir(std::move(dir)) {}
-
-  std::string engine() const override { return "fake"; }
-  tl::expected<StoreLocation, std::string> location() const override {
-    return StoreLocation{m_dir, "the fake store " + m_dir.string()};
-  }
-  tl::expected<StoreUsage, std::string> usage() const override { return StoreUsage{}; }
-  LayerPrune prune_layers(double keep_gb) const override {
-    ++m_prunes;
-    m_last_keep = keep_gb;
-    std::error_code error;
-    LayerPrune prune;
-    prune.ran = true;
-    prune.removed_any = fs::remove(m_dir / "layers", error);
-    prune.summary = prune.removed_any ? "removed the layer cache" : "removed nothing";
-    prune.lines.push_back("[disk-store] fake prune");
-    return prune;
-  }
-  std::vector<std::string> stale_images() const override { return m_stale; }
-  std::vector<std::string> tagged_images() const override { return m_tagged; }
-  tl::expected<void, std::string> remove_image(const std::string& reference) const override {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    m_removed.push_back(reference);
-    std::error_code error;
-    if (!fs::remove(m_dir / reference, error)) {
-      return tl::unexpected(std::string("no such image"));
-    }
-    return {};
-  }
-
-  fs::path m_dir;
-  std::vector<std::string> m_stale;
-  std::vector<std::string> m_tagged;
-  mutable std::atomic<int> m_prunes{0};
-  mutable std::atomic<double> m_last_keep{-1};
-  mutable std::mutex m_mutex;
-  mutable std::vector<std::string> m_removed;
-};
 
 class DiskTmpfs : public ::testing::Test {
 protected:
@@ -180,8 +124,8 @@ protected:
 
   /// A store with a 256 KiB layer cache, one 256 KiB dangling image and four tagged ones of
   /// 512 KiB, of which hello-app:1 is a hard link to hello-base:1.
-  std::unique_ptr<FileStore> make_store() {
-    auto store = std::make_unique<FileStore>(m_mnt / "store");
+  std::unique_ptr<FakeStore> make_store() {
+    auto store = std::make_unique<FakeStore>(FakeStore::files(m_mnt / "store"));
     write_bytes(store->m_dir / "layers", 256 * 1024);
     write_bytes(store->m_dir / "sha256:d1", 256 * 1024);
     write_bytes(store->m_dir / "hello-base:1", k_slug);
@@ -329,7 +273,7 @@ TEST_F(DiskTmpfs, StageFloorRemovesImagesOneAtATimeUntilTheTarget) {
   ASSERT_TRUE(gate.ok) << gate.message << "\n" << joined(gate.lines);
   EXPECT_EQ(slugs_left(), names(0, 3)) << "the newest 3 are kept";
   EXPECT_EQ(store->m_prunes.load(), 1);
-  EXPECT_EQ(store->m_removed,
+  EXPECT_EQ(store->removed(),
             (std::vector<std::string>{"sha256:d1", "hello-app:1", "hello-sdk:1"}));
   EXPECT_TRUE(fs::exists(store->m_dir / "hello-zlib:1")) << "the target was met before it";
   EXPECT_EQ(count_containing(gate.lines, "[disk-image] removed hello-app:1: freed 0 GiB; "
@@ -427,7 +371,7 @@ TEST_F(DiskTmpfs, NothingReclaimableWithoutEngineLeversWarns) {
 
 TEST_F(DiskTmpfs, NothingReclaimableNamesTheTaggedImagesItDidNotLookAt) {
   make_slugs(3);
-  FileStore store(m_mnt / "store"); // no layer file: its prune frees nothing
+  FakeStore store = FakeStore::files(m_mnt / "store"); // no layer file: its prune frees nothing
   store.m_tagged = {"a:1", "b:1", "c:1", "d:1", "e:1"};
   store.m_stale = {"sha256:x"};
   ballast_to(2 * k_mib);
@@ -444,7 +388,7 @@ TEST_F(DiskTmpfs, NothingReclaimableNamesTheTaggedImagesItDidNotLookAt) {
                           "between stages)")
       << joined(lines);
   EXPECT_EQ(store.m_prunes.load(), 1);
-  EXPECT_TRUE(store.m_removed.empty());
+  EXPECT_TRUE(store.removed().empty());
 }
 
 TEST_F(DiskTmpfs, AStoreOnAnotherFilesystemIsNeverTouchedForThisOne) {
@@ -452,7 +396,7 @@ TEST_F(DiskTmpfs, AStoreOnAnotherFilesystemIsNeverTouchedForThisOne) {
   // and layers are there in full, and a floor here must not take any of them.
   make_slugs(3);
   fs::path away = m_mnt.string() + "-store";
-  FileStore store(away);
+  FakeStore store = FakeStore::files(away);
   write_bytes(away / "layers", 256 * 1024);
   write_bytes(away / "sha256:d1", 256 * 1024);
   write_bytes(away / "other-chain:1", k_slug);
@@ -462,7 +406,7 @@ TEST_F(DiskTmpfs, AStoreOnAnotherFilesystemIsNeverTouchedForThisOne) {
   GateResult gate = stage_floor(policy(), "app", gb_of(3 * k_mib), {}, &store, {"other-chain:1"});
   EXPECT_FALSE(gate.ok);
   EXPECT_EQ(store.m_prunes.load(), 0);
-  EXPECT_TRUE(store.m_removed.empty());
+  EXPECT_TRUE(store.removed().empty());
   EXPECT_TRUE(fs::exists(away / "layers"));
   EXPECT_TRUE(fs::exists(away / "sha256:d1"));
   EXPECT_TRUE(fs::exists(away / "other-chain:1"));
@@ -506,7 +450,7 @@ TEST_F(DiskTmpfs, TheStorePruneRunsOncePerEpisode) {
                                     "pruned once here; images: not looked at while a build runs "
                                     "(4 tagged image(s) in the fake store"),
             ticks - 1);
-  EXPECT_TRUE(store->m_removed.empty()) << "no image is removed while a build runs";
+  EXPECT_TRUE(store->removed().empty()) << "no image is removed while a build runs";
 
   watchdog.start("app", {});
   ASSERT_TRUE(wait_for_lines("watchdog during app", 2));

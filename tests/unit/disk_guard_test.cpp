@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include "fake_store.h"
+
 #include "disk/guard.h"
 #include "disk/slugs.h"
 #include "disk/store.h"
@@ -25,6 +27,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using testing::count_containing;
+using testing::FakeStore;
+using testing::joined;
 
 constexpr uint64_t k_huge = uint64_t{1} << 60; // more than any disk holds
 
@@ -59,69 +64,6 @@ std::vector<std::string> names(const std::vector<Slug>& slugs) {
 std::vector<std::string> on_disk(const fs::path& root) {
   return names(list_slugs(root));
 }
-
-int count_containing(const std::vector<std::string>& lines, const std::string& needle) {
-  int n = 0;
-  for (const std::string& line : lines) {
-    n += line.find(needle) != std::string::npos ? 1 : 0;
-  }
-  return n;
-}
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const std::string& line : lines) {
-    out += line + "\n";
-  }
-  return out;
-}
-
-/// A stand-in for an engine's levers: counts what is asked of it, frees nothing. Its store is
-/// at `m_location` (by default /proc, where the guard tests measure), or nowhere known when
-/// `m_location_error` is set.
-class CountingStore : public StoreLevers {
-public:
-  std::string engine() const override { return "fake"; }
-  tl::expected<StoreLocation, std::string> location() const override {
-    ++m_located;
-    if (!m_location_error.empty()) {
-      return tl::unexpected(m_location_error);
-    }
-    return StoreLocation{m_location, "the fake store " + m_location.string()};
-  }
-  tl::expected<StoreUsage, std::string> usage() const override { return StoreUsage{}; }
-  LayerPrune prune_layers(double keep_gb) const override {
-    ++m_prunes;
-    m_last_keep = keep_gb;
-    if (m_throw) {
-      throw std::runtime_error("store exploded");
-    }
-    LayerPrune prune;
-    prune.ran = true;
-    prune.lines.push_back("[disk-store] fake prune");
-    prune.summary = "removed 1 layer";
-    prune.removed_any = true;
-    return prune;
-  }
-  std::vector<std::string> stale_images() const override { return m_stale; }
-  std::vector<std::string> tagged_images() const override { return m_tagged; }
-  tl::expected<void, std::string> remove_image(const std::string& reference) const override {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    m_removed.push_back(reference);
-    return {};
-  }
-
-  fs::path m_location = "/proc";
-  std::string m_location_error;
-  std::vector<std::string> m_stale;
-  std::vector<std::string> m_tagged;
-  bool m_throw = false;
-  mutable std::atomic<int> m_located{0};
-  mutable std::atomic<int> m_prunes{0};
-  mutable std::atomic<double> m_last_keep{-1};
-  mutable std::mutex m_mutex;
-  mutable std::vector<std::string> m_removed;
-};
 
 class DiskTempDir : public ::testing::Test {
 protected:
@@ -318,7 +260,7 @@ TEST_F(DiskGuard, ThePruneGetsTheRaisedKeepAndSaysSo) {
   DiskPolicy policy;
   policy.path = "/proc";
   policy.buildkit_keep_gb = 20;
-  CountingStore store;
+  FakeStore store;
   ReclaimOutcome outcome = reclaim(policy, "test", k_huge, {}, &store, false, false, {});
   EXPECT_EQ(store.m_last_keep.load(), 100);
   EXPECT_EQ(count_containing(outcome.lines, "buildkit_keep_gb 20 raised to 100"), 1);
@@ -370,7 +312,7 @@ TEST_F(DiskGuard, ReclaimWithTheTargetMetDoesNothing) {
   DiskPolicy policy;
   policy.path = m_root;
   policy.cache_root = m_cache;
-  CountingStore store;
+  FakeStore store;
   ReclaimOutcome outcome = reclaim(policy, "test", 1, {}, &store, false, true, {"t"});
   EXPECT_FALSE(outcome.removed_any);
   EXPECT_EQ(store.m_prunes.load(), 0);
@@ -382,7 +324,7 @@ TEST_F(DiskGuard, ReclaimWithTheTargetMetDoesNothing) {
 TEST_F(DiskGuard, WhileABuildRunsTheRecordNamesThePruneAndTheImagesItDidNotLookAt) {
   DiskPolicy policy;
   policy.path = "/proc"; // always 0 bytes free: nothing any lever does shows
-  CountingStore store;
+  FakeStore store;
   store.m_tagged = {"hello-base:1", "hello-sdk:1", "hello-app:1", "other:2"};
   store.m_stale = {"aaa"};
   ReclaimOutcome outcome = reclaim(policy, "stage sdk", k_huge, {}, &store, false, false, {"x"});
@@ -393,7 +335,7 @@ TEST_F(DiskGuard, WhileABuildRunsTheRecordNamesThePruneAndTheImagesItDidNotLookA
             "1073741824G target); cache exports: none configured; fake store: removed 1 layer, "
             "freed 0 GiB; images: not looked at while a build runs (4 tagged image(s) in the fake "
             "store, removable only between stages)");
-  EXPECT_TRUE(store.m_removed.empty());
+  EXPECT_TRUE(store.removed().empty());
   EXPECT_EQ(count_containing(outcome.lines, "[disk-image] skipped: images are not removed while "
                                             "a build runs"),
             1);
@@ -417,7 +359,7 @@ TEST_F(DiskGuard, NothingRemovedWithoutEngineLevers) {
 TEST_F(DiskGuard, AnAlreadyPrunedStoreIsNotPrunedAgain) {
   DiskPolicy policy;
   policy.path = "/proc";
-  CountingStore store;
+  FakeStore store;
   ReclaimOutcome outcome = reclaim(policy, "w", k_huge, {}, &store, true, false, {});
   EXPECT_EQ(store.m_prunes.load(), 0);
   EXPECT_FALSE(outcome.store_prune_ran);
@@ -431,12 +373,12 @@ TEST_F(DiskGuard, BetweenStagesStaleImagesGoFirstAndTheRecordNamesEveryRemoval) 
   DiskPolicy policy;
   policy.path = "/proc";
   policy.cache_root = m_cache; // another filesystem than /proc: not trimmed
-  CountingStore store;
+  FakeStore store;
   store.m_stale = {"d1", "d2"};
   store.m_tagged = {"hello-base:1", "hello-app:1", "keep:1"};
   ReclaimOutcome outcome = reclaim(policy, "before stage app", k_huge, {"hello-tools"}, &store,
                                    false, true, {"hello-base:1", "hello-app:1"});
-  EXPECT_EQ(store.m_removed, (std::vector<std::string>{"d1", "d2", "hello-base:1", "hello-app:1"}));
+  EXPECT_EQ(store.removed(), (std::vector<std::string>{"d1", "d2", "hello-base:1", "hello-app:1"}));
   EXPECT_EQ(count_containing(outcome.lines, "[disk-image] removed "), 4) << joined(outcome.lines);
   EXPECT_EQ(on_disk(m_cache).size(), 6u);
   EXPECT_EQ(outcome.record,
@@ -452,14 +394,14 @@ TEST_F(DiskGuard, AStoreOnAnotherFilesystemIsLeftAloneAndTheRecordSaysWhy) {
   // here, so neither the prune nor the image pass may touch it.
   DiskPolicy policy;
   policy.path = "/proc";
-  CountingStore store;
+  FakeStore store;
   store.m_location = m_root;
   store.m_stale = {"d1"};
   store.m_tagged = {"other-chain:1"};
   ReclaimOutcome outcome =
       reclaim(policy, "before stage app", k_huge, {}, &store, false, true, {"this-chain-base:1"});
   EXPECT_EQ(store.m_prunes.load(), 0);
-  EXPECT_TRUE(store.m_removed.empty());
+  EXPECT_TRUE(store.removed().empty());
   EXPECT_FALSE(outcome.store_prune_ran);
   EXPECT_FALSE(outcome.removed_any);
   std::string why = "the fake store " + m_root.string() + " is on another filesystem than /proc";
@@ -476,18 +418,18 @@ TEST_F(DiskGuard, AStoreOnAnotherFilesystemIsLeftAloneAndTheRecordSaysWhy) {
   EXPECT_NE(gate.message.find("fake store and its images: untouched (" + why + ")"),
             std::string::npos)
       << gate.message;
-  EXPECT_TRUE(store.m_removed.empty());
+  EXPECT_TRUE(store.removed().empty());
 }
 
 TEST_F(DiskGuard, AStoreWhoseLocationIsUnknownIsLeftAlone) {
   DiskPolicy policy;
   policy.path = "/proc";
-  CountingStore store;
+  FakeStore store;
   store.m_location_error = "tcp://10.0.0.5:1234 is remote";
   store.m_stale = {"d1"};
   ReclaimOutcome outcome = reclaim(policy, "w", k_huge, {}, &store, false, true, {"t:1"});
   EXPECT_EQ(store.m_prunes.load(), 0);
-  EXPECT_TRUE(store.m_removed.empty());
+  EXPECT_TRUE(store.removed().empty());
   EXPECT_EQ(outcome.parts.back(),
             "fake store and its images: untouched (where the fake store keeps its data is unknown "
             "(tcp://10.0.0.5:1234 is remote), so it is not pruned for /proc)");
@@ -496,7 +438,7 @@ TEST_F(DiskGuard, AStoreWhoseLocationIsUnknownIsLeftAlone) {
 TEST_F(DiskGuard, AThrowingStoreIsReportedNotPropagated) {
   DiskPolicy policy;
   policy.path = "/proc";
-  CountingStore store;
+  FakeStore store;
   store.m_throw = true;
   ReclaimOutcome outcome = reclaim(policy, "w", k_huge, {}, &store, false, false, {});
   EXPECT_TRUE(outcome.store_prune_ran);
@@ -510,7 +452,7 @@ TEST_F(DiskGuard, AThrowingStoreIsReportedNotPropagated) {
 TEST_F(DiskGuard, StageFloorPassesWithoutAFloorAndRefusesWhenShort) {
   DiskPolicy policy;
   policy.path = "/proc";
-  CountingStore store;
+  FakeStore store;
   EXPECT_TRUE(stage_floor(policy, "app", 0, {}, &store, {}).ok);
   GateResult gate = stage_floor(policy, "app", 5, {}, &store, {});
   EXPECT_FALSE(gate.ok);
@@ -588,7 +530,7 @@ TEST_F(DiskWatch, ReclaimsBelowTheGuardWithoutImagesAndPrunesOncePerEpisode) {
   policy.path = "/proc"; // 0 free: every tick is below the guard
   policy.guard_gb = 1;
   policy.buildkit_keep_gb = 30;
-  CountingStore store;
+  FakeStore store;
   store.m_tagged = {"a:1", "b:1"};
   DiskWatchdog watchdog(policy, sink(), &store);
   EXPECT_EQ(count_containing(log(), "buildkit_keep_gb 30 raised to 100"), 1);
@@ -604,7 +546,7 @@ TEST_F(DiskWatch, ReclaimsBelowTheGuardWithoutImagesAndPrunesOncePerEpisode) {
   EXPECT_EQ(count_containing(lines, "images: not looked at while a build runs (2 tagged image(s) "
                                     "in the fake store"),
             3);
-  EXPECT_TRUE(store.m_removed.empty());
+  EXPECT_TRUE(store.removed().empty());
 
   watchdog.start("app", {});
   EXPECT_TRUE(wait_for_lines("[disk-reclaim] watchdog during app", 1));
