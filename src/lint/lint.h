@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "chain/chain.h"
+#include "dockerfile/parser.h"
 
 namespace kiln {
 
@@ -50,7 +51,12 @@ struct LintResult {
 LintResult lint_dockerfile(const std::string& file_name, std::string_view text,
                            const LintOptions& options);
 
-/// `file:line:col: rule-id: message`, then the source line and a caret under the column.
+/// lint_dockerfile for a file already parsed: `df` is parse_dockerfile(text).
+LintResult lint_parsed(const std::string& file_name, std::string_view text, const Dockerfile& df,
+                       const LintOptions& options);
+
+/// `file:line:col: rule-id: message`, then the source line and a caret under the column: the
+/// line clipped around the caret, and bytes a terminal would act on shown as `\xNN`.
 std::string render_tty(const LintResult& result, std::string_view text);
 
 /// One JSON array of {file, line, column, rule, message}, parse errors included.

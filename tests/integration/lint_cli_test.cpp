@@ -66,5 +66,21 @@ TEST(LintCli, AParseErrorOrAMissingFileIsExitTwo) {
       << missing.output;
 }
 
+TEST(LintCli, SubstitutionsNestedTooDeepAreAParseErrorNotACrash) {
+  ChainDir dir;
+  std::string value;
+  for (int i = 0; i < 25'000; ++i) {
+    value += "${A:-";
+  }
+  value += "x" + std::string(25'000, '}');
+  dir.write("deep.Dockerfile", "FROM scratch\nENV A=" + value + "\n");
+  KilnResult result = dir.kiln({"lint", "deep.Dockerfile"});
+  EXPECT_EQ(result.exit_code, 2) << result.output.substr(0, 2000);
+  EXPECT_NE(result.output.find("deep.Dockerfile:2:327: parse-error: variable substitutions nest "
+                               "deeper than 64 levels"),
+            std::string::npos)
+      << result.output.substr(0, 2000);
+}
+
 } // namespace
 } // namespace kiln::testing

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lint/rules.h"
+#include "util/diagnostic.h"
 
 namespace kiln {
 namespace {
@@ -210,6 +211,35 @@ TEST(LintRender, JsonReplacesBytesThatAreNotUtf8) {
   auto json = nlohmann::json::parse(render_json({r}));
   EXPECT_EQ(json[0]["file"], "bad\xEF\xBF\xBD\xEF\xBF\xBD(.Dockerfile");
   EXPECT_EQ(json[0]["message"], "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD x");
+}
+
+TEST(LintRender, TtyClipsALongLineAroundTheCaretAndEscapesWhatATerminalWouldRun) {
+  LintOptions options = test_options();
+  options.extra_names = {"EVIL*"};
+  std::string text = "FROM scratch\nENV";
+  for (int i = 0; i < 300; ++i) {
+    text += " X" + std::to_string(i) + "=\x1b[1m";
+  }
+  text += " EVIL\x1b[2J=1\n";
+  auto result = lint_dockerfile("x.Dockerfile", text, options);
+  ASSERT_EQ(result.findings.size(), 1U);
+  auto out = render_tty(result, text);
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+  EXPECT_NE(out.find("leak-env-name: EVIL\\x1B[2J is a build-host setting"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("\n  ...[1m X286=\\x1B[1m X287="), std::string::npos) << out;
+  std::size_t widest = 0;
+  for (std::size_t begin = out.find('\n') + 1; begin < out.size();) {
+    std::size_t end = out.find('\n', begin);
+    widest = std::max(widest, end - begin);
+    begin = end + 1;
+  }
+  EXPECT_LE(widest, k_excerpt_columns + 10) << out;
+  // The caret stands under the finding's column in the clipped line.
+  std::size_t line = out.find("\n  ...") + 1;
+  std::size_t caret_line = out.find('\n', line) + 1;
+  std::size_t caret = out.find('^', caret_line) - caret_line;
+  EXPECT_EQ(out.substr(line + caret, 4), "EVIL");
 }
 
 // BuildKit reads mount keys ignoring case, and a repeated key's last value wins.
