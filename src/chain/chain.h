@@ -1,6 +1,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -10,6 +11,8 @@
 #include "util/diagnostic.h"
 
 namespace kiln {
+
+struct DockerfileSource;
 
 using KeyValues = std::vector<std::pair<std::string, std::string>>;
 
@@ -113,6 +116,9 @@ struct Stage {
   /// The fewest compile requests the stage's kiln-cc steps must report, 0 for no floor: a
   /// component that bypasses the compile cache adds nothing to a hit rate, only to this count.
   int min_compile_requests = 0;
+  /// The Dockerfile as the chain loaded it, read and parsed once: every question a run asks
+  /// about it is answered from here. Stages that share a file share one.
+  std::shared_ptr<const DockerfileSource> dockerfile_source;
   /// Every name the Dockerfile declares with ARG (before or after FROM), in first-seen order.
   std::vector<std::string> declared_args;
 
