@@ -592,7 +592,9 @@ std::string render_sarif(const std::vector<LintResult>& results) {
                         {"runs",
                          {{{"tool", {{"driver", {{"name", "kiln-lint"}, {"rules", rules}}}}},
                            {"results", sarif_results}}}}};
-  return doc.dump(2);
+  // A file name or a quoted Dockerfile word can hold any bytes: those that are not UTF-8 become
+  // U+FFFD, as in the JSON format, where the strict default would throw.
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 LintOptions lint_options(const GateSettings& gates) {

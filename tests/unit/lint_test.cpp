@@ -213,6 +213,24 @@ TEST(LintRender, JsonReplacesBytesThatAreNotUtf8) {
   EXPECT_EQ(json[0]["message"], "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD x");
 }
 
+TEST(LintRender, SarifReplacesBytesThatAreNotUtf8AsJsonDoes) {
+  // One byte 0x81 in a quoted word made nlohmann's strict dump throw and kiln abort.
+  LintResult r;
+  r.findings.push_back({"bad\xFF\xC3(.Dockerfile", 1, 1, "leak-env-name", "\xED\xA0\x80 x\x81"});
+  auto broken = lint_dockerfile("b.Dockerfile", "FROM scratch\n\x81\n", test_options());
+  ASSERT_TRUE(broken.parse_error);
+  auto sarif = nlohmann::json::parse(render_sarif({r, broken}));
+  auto json = nlohmann::json::parse(render_json({r, broken}));
+  const auto& results = sarif["runs"][0]["results"];
+  ASSERT_EQ(results.size(), 2U);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(results[i]["message"]["text"], json[i]["message"]);
+    EXPECT_EQ(results[i]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+              json[i]["file"]);
+  }
+  EXPECT_EQ(results[1]["message"]["text"], "unknown instruction: \xEF\xBF\xBD");
+}
+
 TEST(LintRender, TtyClipsALongLineAroundTheCaretAndEscapesWhatATerminalWouldRun) {
   LintOptions options = test_options();
   options.extra_names = {"EVIL*"};
