@@ -14,9 +14,12 @@ namespace kiln {
 struct LintOptions {
   /// More build-host name patterns (exact or `PREFIX*`) on top of the image-env gate's own.
   std::vector<std::string> extra_names;
-  /// Compile-cache mount targets that only pay off when the stage can reach the remote cache.
+  /// Compile-cache mount targets that only pay off when the stage can reach the remote cache:
+  /// sccache's and ccache's cache folders for root. ccache 4 uses $XDG_CACHE_HOME/ccache, which
+  /// is ~/.cache/ccache when XDG_CACHE_HOME is unset, unless the legacy ~/.ccache exists.
   std::vector<std::string> cache_targets = {"/root/.cache/sccache", "/var/cache/sccache",
-                                            "/root/.ccache", "/var/cache/ccache"};
+                                            "/root/.cache/ccache", "/root/.ccache",
+                                            "/var/cache/ccache"};
   std::string cache_endpoint_arg = "SCCACHE_WEBDAV_ENDPOINT";
   /// Directories whose files must be mounted or copied one by one, never whole.
   std::vector<std::string> per_file_dirs;

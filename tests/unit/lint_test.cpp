@@ -260,6 +260,17 @@ TEST(LintRender, TtyClipsALongLineAroundTheCaretAndEscapesWhatATerminalWouldRun)
   EXPECT_EQ(out.substr(line + caret, 4), "EVIL");
 }
 
+TEST(LintCacheTargets, CcachesDefaultFoldersAreCompileCacheTargets) {
+  // ccache 4 writes to $XDG_CACHE_HOME/ccache, ~/.cache/ccache while XDG_CACHE_HOME is unset,
+  // or the legacy ~/.ccache: each a compile cache mount that needs the endpoint ARG.
+  for (std::string target : {"/root/.cache/ccache", "/root/.cache/ccache/", "/root/.ccache",
+                             "/root/.cache/sccache", "/var/cache/ccache"}) {
+    auto result = lint_dockerfile(
+        "x", "FROM alpine\nRUN --mount=type=cache,target=" + target + " make\n", LintOptions{});
+    EXPECT_EQ(positions(result), (std::vector<Expected>{{"cache-arg-missing", 2, 5}})) << target;
+  }
+}
+
 // BuildKit reads mount keys ignoring case, and a repeated key's last value wins.
 TEST(LintMountOption, FirstNamedAliasLastValueAnyCase) {
   std::string_view mount = "type=cache,DST=/one,Target=/two,target=/three,readonly";
