@@ -84,10 +84,10 @@ enum class StageKind { build, smoke };
 
 /// What the gates check beyond their built-in rules ([gates] and [smoke] in the chain file).
 struct GateSettings {
-  std::vector<std::string> host_env_names;      // more build-host names, NAME or PREFIX*
-  std::vector<std::string> cache_mount_targets; // empty: the linter's defaults
-  std::string cache_endpoint_arg;               // empty: the linter's default
-  std::vector<std::string> per_file_only_dirs;  // as written, relative to a stage's context
+  std::vector<std::string> host_env_names; // more build-host names, NAME or PREFIX*
+  std::optional<std::vector<std::string>> cache_mount_targets; // unset: the linter's; []: none
+  std::string cache_endpoint_arg;                              // empty: the linter's default
+  std::vector<std::string> per_file_only_dirs; // as written, relative to a stage's context
   /// The stage whose image is published: graded before anything leaves the host. Default: the
   /// last build stage in file order.
   std::string final_stage;

@@ -605,8 +605,10 @@ void Loader::read_gates(const toml::table& root) {
             "write NAME or PREFIX* with letters, digits and '_'");
     }
   }
-  gates.cache_mount_targets =
-      get_strings(*table, where, "cache_mount_targets", "an absolute path inside the build");
+  if (table->contains("cache_mount_targets")) {
+    gates.cache_mount_targets =
+        get_strings(*table, where, "cache_mount_targets", "an absolute path inside the build");
+  }
   if (const auto* arg = get<std::string>(*table, where, "cache_endpoint_arg")) {
     gates.cache_endpoint_arg = arg->get();
     if (!is_identifier(gates.cache_endpoint_arg)) {

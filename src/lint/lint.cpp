@@ -600,8 +600,8 @@ std::string render_sarif(const std::vector<LintResult>& results) {
 LintOptions lint_options(const GateSettings& gates) {
   LintOptions options;
   options.extra_names = gates.host_env_names;
-  if (!gates.cache_mount_targets.empty()) {
-    options.cache_targets = gates.cache_mount_targets;
+  if (gates.cache_mount_targets) {
+    options.cache_targets = *gates.cache_mount_targets;
   }
   if (!gates.cache_endpoint_arg.empty()) {
     options.cache_endpoint_arg = gates.cache_endpoint_arg;

@@ -7,6 +7,7 @@
 
 #include "chain/plan.h"
 #include "dockerfile/source.h"
+#include "lint/lint.h"
 
 namespace kiln {
 namespace {
@@ -152,6 +153,19 @@ TEST(LoadChain, ADockerfileThatDoesNotParseIsALoadErrorAtItsPosition) {
   expect_diagnostic(
       errors, dockerfile, 3, 3, "the Dockerfile does not parse: unknown instruction: COPPY",
       "stage 'one' builds from this file (" + chain_file("dockerfile_parse_error") + ":6)");
+}
+
+TEST(LoadChain, AnEmptyCacheTargetListIsNoTargetNotTheDefaults) {
+  auto none = load_chain(chain_file("gates_no_cache_targets"));
+  ASSERT_TRUE(none) << describe(none.error());
+  ASSERT_TRUE(none->gates.cache_mount_targets.has_value());
+  EXPECT_TRUE(none->gates.cache_mount_targets->empty());
+  EXPECT_TRUE(lint_options(none->gates).cache_targets.empty());
+
+  auto unset = load_chain(chain_file("minimal"));
+  ASSERT_TRUE(unset) << describe(unset.error());
+  EXPECT_FALSE(unset->gates.cache_mount_targets.has_value());
+  EXPECT_EQ(lint_options(unset->gates).cache_targets, LintOptions{}.cache_targets);
 }
 
 TEST(LoadChain, FillsDefaults) {

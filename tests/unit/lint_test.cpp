@@ -271,6 +271,19 @@ TEST(LintCacheTargets, CcachesDefaultFoldersAreCompileCacheTargets) {
   }
 }
 
+TEST(LintCacheTargets, AChainsEmptyListMeansNoTarget) {
+  GateSettings gates;
+  gates.cache_mount_targets = std::vector<std::string>{};
+  auto result =
+      lint_dockerfile("x", "FROM alpine\nRUN --mount=type=cache,target=/root/.cache/sccache make\n",
+                      lint_options(gates));
+  EXPECT_EQ(positions(result), std::vector<Expected>{});
+  gates.cache_mount_targets = std::vector<std::string>{"/cache"};
+  result = lint_dockerfile("x", "FROM alpine\nRUN --mount=type=cache,target=/cache make\n",
+                           lint_options(gates));
+  EXPECT_EQ(positions(result), (std::vector<Expected>{{"cache-arg-missing", 2, 5}}));
+}
+
 // BuildKit reads mount keys ignoring case, and a repeated key's last value wins.
 TEST(LintMountOption, FirstNamedAliasLastValueAnyCase) {
   std::string_view mount = "type=cache,DST=/one,Target=/two,target=/three,readonly";
