@@ -171,15 +171,20 @@ struct Segment {
   std::size_t offset;
   int line;
   int column;
+  std::size_t line_offset; // of its physical line in the text
 };
 
 // Segments are in offset order: a binary search keeps a 200,000-line RUN with a flag on every
 // line linear (a scan per flag took 20 s).
-Position position_of(const std::vector<Segment>& segments, std::size_t offset) {
+const Segment& segment_at(const std::vector<Segment>& segments, std::size_t offset) {
   auto after = std::upper_bound(segments.begin() + 1, segments.end(), offset,
                                 [](std::size_t o, const Segment& s) { return o < s.offset; });
-  const Segment& best = *(after - 1);
-  return {best.line, best.column + static_cast<int>(offset - best.offset)};
+  return *(after - 1);
+}
+
+Position position_of(const std::vector<Segment>& segments, std::size_t offset) {
+  const Segment& at = segment_at(segments, offset);
+  return {at.line, at.column + static_cast<int>(offset - at.offset)};
 }
 
 struct RawFlag {
@@ -749,7 +754,6 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
   while (!lines.done()) {
     std::string_view raw = trim_newline(lines.next());
     int start_line = lines.number();
-    std::size_t line_offset = lines.offset();
     std::string_view first = trim_left(raw);
     int lead = static_cast<int>(raw.size() - first.size());
     if (auto d = directive_at(first, start_line); !d) {
@@ -763,7 +767,7 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
       continue;
     }
     line.assign(first);
-    segments.assign(1, Segment{0, start_line, lead + 1});
+    segments.assign(1, Segment{0, start_line, lead + 1, lines.offset()});
     bool empty_continuation = false;
     std::string_view last_line = raw;
     while (continued && !lines.done()) {
@@ -781,7 +785,7 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
         continue;
       }
       continued = trim_continuation(piece, df.escape);
-      segments.push_back({line.size(), line_no, 1});
+      segments.push_back({line.size(), line_no, 1, lines.offset()});
       line += piece;
     }
     if (empty_continuation) {
@@ -805,7 +809,8 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
     ins.keyword = lower(std::string_view(line).substr(kw_begin, kw_end - kw_begin));
     ins.original = trim_space(line);
     ins.start = position_of(segments, kw_begin);
-    ins.line_offset = line_offset;
+    // The keyword's line, which is not the first when the instruction opens with `\` alone.
+    ins.line_offset = segment_at(segments, kw_begin).line_offset;
     auto fail = [&](std::string message) {
       return tl::unexpected(ParseError{ins.start, std::move(message)});
     };

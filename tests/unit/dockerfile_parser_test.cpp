@@ -323,6 +323,17 @@ TEST(DockerfileParser, ArgumentsKnowWhereTheyStart) {
   EXPECT_EQ(df->instructions[1].line_offset, 17u);
 }
 
+TEST(DockerfileParser, AnInstructionOpenedByALoneEscapeStartsOnItsKeywordsLine) {
+  // Found by fuzzing: the offset pointed at the `\` line while the start was the keyword's.
+  std::string text = "FROM a\n\\\n\nRUN true\n";
+  auto df = parse_dockerfile(text);
+  ASSERT_TRUE(df) << df.error().message;
+  const auto& run = df->instructions.at(1);
+  EXPECT_EQ(run.start.line, 4);
+  EXPECT_EQ(run.start.column, 1);
+  EXPECT_EQ(run.line_offset, text.find("RUN"));
+}
+
 // A child process with its address space capped near what it already uses: the parse must fit
 // in a small multiple of the text. Reserving a whole Instruction per input line up front made
 // 130 MB of blank lines fail with bad_alloc.

@@ -284,6 +284,11 @@ TEST(LintCacheTargets, AChainsEmptyListMeansNoTarget) {
   EXPECT_EQ(positions(result), (std::vector<Expected>{{"cache-arg-missing", 2, 5}}));
 }
 
+TEST(LintPositions, AFindingAfterALoneEscapeIsOnTheKeywordsLine) {
+  auto result = lint_dockerfile("x", "FROM alpine\n\\\n\nENV A=http://10.0.0.1/\n", test_options());
+  EXPECT_EQ(positions(result), (std::vector<Expected>{{"leak-address", 4, 14}}));
+}
+
 // BuildKit reads mount keys ignoring case, and a repeated key's last value wins.
 TEST(LintMountOption, FirstNamedAliasLastValueAnyCase) {
   std::string_view mount = "type=cache,DST=/one,Target=/two,target=/three,readonly";
