@@ -285,6 +285,28 @@ int LineSearch::find(std::string_view needle) {
   return static_cast<int>(m_base + at) + 1;
 }
 
+bool NameSet::insert(std::string_view name) {
+  if (contains(name)) {
+    return false;
+  }
+  if (m_list.size() < k_list_size) {
+    m_list.push_back(name);
+    return true;
+  }
+  if (m_set.empty()) {
+    m_set.insert(m_list.begin(), m_list.end());
+  }
+  m_set.insert(name);
+  return true;
+}
+
+bool NameSet::contains(std::string_view name) const {
+  if (!m_set.empty()) {
+    return m_set.count(name) != 0;
+  }
+  return std::find(m_list.begin(), m_list.end(), name) != m_list.end();
+}
+
 namespace {
 
 bool is_name_start(char c) {
@@ -329,7 +351,7 @@ std::vector<std::string> shell_variable_refs(std::string_view script) {
   }
   auto is_start = is_name_start;
   auto is_name = is_name_char;
-  std::unordered_set<std::string_view> seen;
+  NameSet seen;
   bool in_double = false;
   for (std::size_t i = 0; i < script.size(); ++i) {
     char c = script[i];
@@ -364,7 +386,7 @@ std::vector<std::string> shell_variable_refs(std::string_view script) {
       ++end;
     }
     auto name = script.substr(begin, end - begin);
-    if (seen.insert(name).second) {
+    if (seen.insert(name)) {
       names.emplace_back(name);
     }
     i = end - 1;

@@ -19,20 +19,27 @@ bool is_runtime_only(const Instruction& ins) {
          keyword_is(ins, "maintainer");
 }
 
-// Sets, not lists: a file with 40,000 ARGs made every lookup in a list a scan (7 s).
-using NameSet = std::unordered_set<std::string_view>;
-
 // The names an instruction expands, Dockerfile-level or (for RUN) in its shell script, each
-// once, in first-seen order. `seen` is scratch space.
+// once, in first-seen order. `seen` is scratch space: past a few names a scan of `names` for
+// each would make a RUN with 40,000 of them quadratic.
 void used_names(const Instruction& ins, char escape, std::vector<std::string>& names,
                 std::unordered_set<std::string>& seen) {
+  constexpr std::size_t k_scanned = 32;
   names.clear();
   seen.clear();
   auto add = [&](std::vector<std::string>&& more) {
     for (auto& n : more) {
-      if (seen.insert(n).second) {
-        names.push_back(std::move(n));
+      bool known = names.size() <= k_scanned
+                       ? std::find(names.begin(), names.end(), n) != names.end()
+                       : !seen.insert(n).second;
+      if (known) {
+        continue;
       }
+      if (names.size() == k_scanned) {
+        seen.insert(names.begin(), names.end());
+        seen.insert(n);
+      }
+      names.push_back(std::move(n));
     }
   };
   // Only `$` references a variable: text without one names nothing, whatever its quoting.
@@ -108,7 +115,7 @@ void check_arg_scope(const LintContext& ctx, std::vector<LintFinding>& out) {
   if (globals.empty() && declaring.empty()) {
     return; // a name is only out of scope when some ARG somewhere declares it
   }
-  const NameSet known(options.known_names.begin(), options.known_names.end());
+  std::optional<NameSet> known; // built for the first name not declared in its stage
 
   // ENV names by stage name, a later stage of the same name replacing an earlier one.
   std::unordered_map<std::string, NameSet> env_by_stage_name;
@@ -131,11 +138,20 @@ void check_arg_scope(const LintContext& ctx, std::vector<LintFinding>& out) {
       used_names(*ins, ctx.dockerfile.escape, names, seen);
       std::optional<ReferenceColumns> references; // read at the instruction's first finding
       for (const auto& name : names) {
-        if (declared.count(name) != 0 || env.count(name) != 0 || known.count(name) != 0) {
+        if (declared.contains(name) || env.contains(name)) {
+          continue;
+        }
+        if (!known) {
+          known.emplace();
+          for (const auto& k : options.known_names) {
+            known->insert(k);
+          }
+        }
+        if (known->contains(name)) {
           continue;
         }
         std::string where;
-        if (globals.count(name) != 0) {
+        if (globals.contains(name)) {
           where = "before the first FROM";
         } else if (auto d = declaring.find(name); d != declaring.end()) {
           int other = d->second[0] != static_cast<int>(s) ? d->second[0] : d->second[1];

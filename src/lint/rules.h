@@ -3,6 +3,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "dockerfile/mounts.h"
@@ -64,6 +65,22 @@ public:
 private:
   std::unordered_map<std::string_view, int> m_braced;
   std::unordered_map<std::string_view, int> m_plain;
+};
+
+/// A set of names that stays a list while it is small: most files have a handful of names, and
+/// a hash set built for each stage cost more than the scans it saved; past a few dozen it hashes,
+/// so 40,000 names stay linear. The names are views: what they point into must outlive the set.
+class NameSet {
+public:
+  /// False when `name` was already in.
+  bool insert(std::string_view name);
+  bool contains(std::string_view name) const;
+  bool empty() const { return m_list.empty(); }
+
+private:
+  static constexpr std::size_t k_list_size = 32;
+  std::vector<std::string_view> m_list;
+  std::unordered_set<std::string_view> m_set; // all of them, once m_list has filled
 };
 
 /// Names a shell script expands with `$NAME` or `${NAME...}`, first-seen order, unique.
