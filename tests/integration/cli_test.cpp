@@ -114,6 +114,25 @@ TEST(Cli, ADockerfileThatDoesNotParseStopsTheRunAtItsPosition) {
   EXPECT_NE(result.output.find("nothing was built"), std::string::npos) << result.output;
 }
 
+TEST(Cli, SubstitutionsNestedTooDeepStopTheRunInsteadOfCrashingIt) {
+  // 25,000 nested `${A:-` overflowed the stack of the expander the run's stage scopes use.
+  ChainDir dir;
+  std::string value;
+  for (int i = 0; i < 25'000; ++i) {
+    value += "${A:-";
+  }
+  value += "x" + std::string(25'000, '}');
+  dir.write("Dockerfile", "FROM scratch\nENV A=" + value + "\n");
+  dir.write("chain.toml", "[chain]\nname = \"t\"\n[[stage]]\nname = \"a\"\n"
+                          "dockerfile = \"Dockerfile\"\n");
+  KilnResult result = dir.kiln({"run", "chain.toml", "--dry-run"});
+  EXPECT_EQ(result.exit_code, 2) << result.output.substr(0, 2000);
+  EXPECT_NE(result.output.find("Dockerfile:2:327: error: the Dockerfile does not parse: variable "
+                               "substitutions nest deeper than 64 levels"),
+            std::string::npos)
+      << result.output.substr(0, 2000);
+}
+
 TEST(Cli, CommandLineBuildArgOverridesThePin) {
   ChainDir dir;
   dir.copy_demo();
