@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,8 @@
 #include "util/pattern.h"
 
 namespace kiln {
+
+struct DockerfileSource;
 
 using KeyValues = std::vector<std::pair<std::string, std::string>>;
 
@@ -105,10 +108,10 @@ enum class StageKind { build, smoke };
 
 /// What the gates check beyond their built-in rules ([gates] and [smoke] in the chain file).
 struct GateSettings {
-  std::vector<std::string> host_env_names;      // more build-host names, NAME or PREFIX*
-  std::vector<std::string> cache_mount_targets; // empty: the linter's defaults
-  std::string cache_endpoint_arg;               // empty: the linter's default
-  std::vector<std::string> per_file_only_dirs;  // as written, relative to a stage's context
+  std::vector<std::string> host_env_names; // more build-host names, NAME or PREFIX*
+  std::optional<std::vector<std::string>> cache_mount_targets; // unset: the linter's; []: none
+  std::string cache_endpoint_arg;                              // empty: the linter's default
+  std::vector<std::string> per_file_only_dirs; // as written, relative to a stage's context
   /// The stage whose image is published: graded before anything leaves the host. Default: the
   /// last build stage in file order.
   std::string final_stage;
@@ -139,6 +142,9 @@ struct Stage {
   /// The fewest compile requests the stage's kiln-cc steps must report, 0 for no floor: a
   /// component that bypasses the compile cache adds nothing to a hit rate, only to this count.
   int min_compile_requests = 0;
+  /// The Dockerfile as the chain loaded it, read and parsed once: every question a run asks
+  /// about it is answered from here. Stages that share a file share one.
+  std::shared_ptr<const DockerfileSource> dockerfile_source;
   /// Every name the Dockerfile declares with ARG (before or after FROM), in first-seen order.
   std::vector<std::string> declared_args;
 

@@ -13,6 +13,7 @@
 
 #include "chain/versions.h"
 #include "dockerfile/declared_args.h"
+#include "dockerfile/source.h"
 #include "util/fs.h"
 #include "util/strings.h"
 
@@ -227,7 +228,7 @@ private:
   void check_needs();
   void check_cycles();
   void visit(size_t index, std::vector<VisitState>& state, std::vector<size_t>& path);
-  void check_declared_args();
+  void load_dockerfiles();
   void check_cache_tiers();
   void check_gates();
 
@@ -651,8 +652,10 @@ void Loader::read_gates(const toml::table& root) {
             "write NAME or PREFIX* with letters, digits and '_'");
     }
   }
-  gates.cache_mount_targets =
-      get_strings(*table, where, "cache_mount_targets", "an absolute path inside the build");
+  if (table->contains("cache_mount_targets")) {
+    gates.cache_mount_targets =
+        get_strings(*table, where, "cache_mount_targets", "an absolute path inside the build");
+  }
   if (const auto* arg = get<std::string>(*table, where, "cache_endpoint_arg")) {
     gates.cache_endpoint_arg = arg->get();
     if (!is_identifier(gates.cache_endpoint_arg)) {
@@ -1053,19 +1056,34 @@ void Loader::visit(size_t index, std::vector<VisitState>& state, std::vector<siz
   state[index] = VisitState::done;
 }
 
-void Loader::check_declared_args() {
+void Loader::load_dockerfiles() {
+  // Each file is read and parsed once, however many stages build from it.
+  std::map<fs::path, std::shared_ptr<const DockerfileSource>> loaded;
   for (size_t i = 0; i < m_chain.stages.size(); ++i) {
     Stage& stage = m_chain.stages[i];
     const StageSource& source = m_sources[i];
     if (!source.dockerfile_found) {
       continue;
     }
-    auto declared = declared_args_in_file(stage.dockerfile);
-    if (!declared) {
-      error(source.dockerfile_pos, declared.error());
+    auto known = loaded.find(stage.dockerfile);
+    if (known == loaded.end()) {
+      auto dockerfile = load_dockerfile(stage.dockerfile);
+      if (!dockerfile && dockerfile.error().pos.line == 0) {
+        error(source.dockerfile_pos, dockerfile.error().message);
+      } else if (!dockerfile) {
+        Diagnostic parse_error = std::move(dockerfile.error());
+        parse_error.message = "the Dockerfile does not parse: " + parse_error.message;
+        parse_error.hint = fmt::format("fix this line: stage '{}' builds from this file ({}:{})",
+                                       stage.name, m_name, source.dockerfile_pos.line);
+        m_diagnostics.push_back(std::move(parse_error));
+      }
+      known = loaded.emplace(stage.dockerfile, dockerfile ? *dockerfile : nullptr).first;
+    }
+    if (!known->second) {
       continue;
     }
-    stage.declared_args = std::move(*declared);
+    stage.dockerfile_source = known->second;
+    stage.declared_args = declared_args(known->second->parsed);
     for (size_t j = 0; j < stage.build_args.size(); ++j) {
       const std::string& name = stage.build_args[j].first;
       if (std::find(stage.declared_args.begin(), stage.declared_args.end(), name) ==
@@ -1254,7 +1272,7 @@ tl::expected<Chain, Diagnostics> Loader::load() {
   read_versions();
   check_needs();
   check_cycles();
-  check_declared_args();
+  load_dockerfiles();
   check_cache_tiers();
   check_gates();
 

@@ -55,14 +55,15 @@ std::vector<const Stage*> run_order(const Chain& chain) {
   return order;
 }
 
-std::vector<std::filesystem::path> unique_dockerfiles(const std::vector<const Stage*>& stages) {
-  std::vector<std::filesystem::path> files;
+std::vector<const DockerfileSource*> unique_dockerfiles(const std::vector<const Stage*>& stages) {
+  std::vector<const DockerfileSource*> sources;
   for (const Stage* stage : stages) {
-    if (std::find(files.begin(), files.end(), stage->dockerfile) == files.end()) {
-      files.push_back(stage->dockerfile);
+    const DockerfileSource* source = stage->dockerfile_source.get();
+    if (source != nullptr && std::find(sources.begin(), sources.end(), source) == sources.end()) {
+      sources.push_back(source);
     }
   }
-  return files;
+  return sources;
 }
 
 tl::expected<std::vector<const Stage*>, std::string> select_stages(const Chain& chain,

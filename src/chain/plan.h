@@ -23,9 +23,9 @@ std::vector<const Stage*> run_order(const Chain& chain);
 tl::expected<std::vector<const Stage*>, std::string> select_stages(const Chain& chain,
                                                                    const Selection& selection);
 
-/// Each stage's Dockerfile once, in the stages' order: stages built from different targets of one
-/// Dockerfile share it, and reading it once per stage would report each of its findings twice.
-std::vector<std::filesystem::path> unique_dockerfiles(const std::vector<const Stage*>& stages);
+/// Each stage's loaded Dockerfile once, in the stages' order: stages built from different targets
+/// of one Dockerfile share it, and linting it once per stage would report each finding twice.
+std::vector<const DockerfileSource*> unique_dockerfiles(const std::vector<const Stage*>& stages);
 
 /// The build args one stage receives, in a stable order: versions pins, then the stage's own
 /// build_args, then command-line overrides, later ones winning; only names the stage's

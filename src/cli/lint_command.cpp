@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -12,6 +13,7 @@
 
 #include "chain/plan.h"
 #include "cli/chain_file.h"
+#include "dockerfile/source.h"
 #include "driver/run_loop.h"
 #include "lint/lint.h"
 #include "util/fs.h"
@@ -44,15 +46,19 @@ CLI::App* add_lint_command(CLI::App& app, LintArgs& args) {
 int lint_command(const LintArgs& args) {
   LintOptions options;
   std::vector<std::string> files = args.files;
+  // The chain's own Dockerfiles, as its loader read and parsed them: not read twice.
+  std::vector<const DockerfileSource*> sources;
+  std::optional<Chain> chain;
   if (!args.chain_file.empty()) {
-    auto chain = load_chain_or_report(args.chain_file, "", "nothing was linted");
+    chain = load_chain_or_report(args.chain_file, "", "nothing was linted");
     if (!chain) {
       return k_exit_usage;
     }
     options = lint_options(chain->gates);
     if (files.empty()) {
-      for (const auto& file : unique_dockerfiles(run_order(*chain))) {
-        files.push_back(file.string());
+      sources = unique_dockerfiles(run_order(*chain));
+      for (const DockerfileSource* source : sources) {
+        files.push_back(source->path.string());
       }
     }
   } else if (files.empty()) {
@@ -95,17 +101,23 @@ int lint_command(const LintArgs& args) {
       std::size_t end = std::min(begin + k_batch, files.size());
       for (std::size_t i = begin; i < end; ++i) {
         auto& slot = slots[i];
-        // read_file's reading, into one buffer per thread instead of one per file.
-        if (auto read = read_file_into(files[i], text); !read) {
+        std::string_view source_text;
+        if (!sources.empty()) {
+          source_text = sources[i]->text;
+          slot.result = lint_parsed(files[i], source_text, sources[i]->parsed, options);
+        } else if (auto read = read_file_into(files[i], text); !read) {
+          // read_file's reading, into one buffer per thread instead of one per file.
           slot.error = std::move(read.error());
           continue;
+        } else {
+          source_text = text;
+          slot.result = lint_dockerfile(files[i], text, options);
         }
-        slot.result = lint_dockerfile(files[i], text, options);
         if (format == Format::sarif) {
           continue;
         }
         slot.rendered = format == Format::json ? render_json_elements(slot.result)
-                                               : render_tty(slot.result, text);
+                                               : render_tty(slot.result, source_text);
         // Once rendered, lint_exit_code only asks whether a finding is left: the others are
         // freed here, spread over the workers, not one by one on the main thread at the end.
         auto& findings = slot.result.findings;

@@ -4,6 +4,7 @@
 #include <array>
 #include <optional>
 #include <set>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -170,16 +171,20 @@ struct Segment {
   std::size_t offset;
   int line;
   int column;
+  std::size_t line_offset; // of its physical line in the text
 };
 
+// Segments are in offset order: a binary search keeps a 200,000-line RUN with a flag on every
+// line linear (a scan per flag took 20 s).
+const Segment& segment_at(const std::vector<Segment>& segments, std::size_t offset) {
+  auto after = std::upper_bound(segments.begin() + 1, segments.end(), offset,
+                                [](std::size_t o, const Segment& s) { return o < s.offset; });
+  return *(after - 1);
+}
+
 Position position_of(const std::vector<Segment>& segments, std::size_t offset) {
-  const Segment* best = &segments.front();
-  for (const auto& s : segments) {
-    if (s.offset <= offset) {
-      best = &s;
-    }
-  }
-  return {best->line, best->column + static_cast<int>(offset - best->offset)};
+  const Segment& at = segment_at(segments, offset);
+  return {at.line, at.column + static_cast<int>(offset - at.offset)};
 }
 
 struct RawFlag {
@@ -244,26 +249,32 @@ std::string_view extract_flags(std::string_view line, std::size_t base, char esc
   }
 }
 
-// BuildKit's parseWords: whitespace-separated words with quotes and escapes kept verbatim.
-std::vector<std::string> parse_words(std::string_view rest, char escape) {
-  std::vector<std::string> words;
-  std::string word;
+// BuildKit's parseWords: whitespace-separated words with quotes and escapes kept verbatim, so
+// each word is the text of `rest` where it stands (less an escape that ends `rest`).
+std::vector<std::string_view> parse_words(std::string_view rest, char escape) {
+  std::vector<std::string_view> words;
+  std::size_t begin = 0;
+  std::size_t length = 0;
   bool in_word = false;
   bool blank_ok = false;
   char quote = 0;
+  auto word = [&] { return rest.substr(begin, length); };
   for (std::size_t pos = 0; pos < rest.size(); ++pos) {
     char ch = rest[pos];
     if (quote == 0) {
       if (is_space(ch)) {
-        if (in_word && (blank_ok || !word.empty())) {
-          words.push_back(std::move(word));
+        if (in_word && (blank_ok || length > 0)) {
+          words.push_back(word());
         }
-        word.clear();
         in_word = false;
         blank_ok = false;
         continue;
       }
-      in_word = true;
+      if (!in_word) {
+        begin = pos;
+        length = 0;
+        in_word = true;
+      }
       if (ch == '\'' || ch == '"') {
         quote = ch;
         blank_ok = true;
@@ -271,26 +282,23 @@ std::vector<std::string> parse_words(std::string_view rest, char escape) {
         if (pos + 1 == rest.size()) {
           continue;
         }
-        word += ch;
-        ch = rest[++pos];
+        ++pos;
       }
-      word += ch;
+      length = pos + 1 - begin;
       continue;
     }
-    if (ch == quote) {
-      quote = 0;
-    } else if (ch == escape && quote != '\'') {
+    if (ch == escape && quote != '\'') {
       if (pos + 1 == rest.size()) {
-        quote = 0;
         continue;
       }
-      word += ch;
-      ch = rest[++pos];
+      ++pos;
+    } else if (ch == quote) {
+      quote = 0;
     }
-    word += ch;
+    length = pos + 1 - begin;
   }
-  if (in_word && (blank_ok || !word.empty())) {
-    words.push_back(std::move(word));
+  if (in_word && (blank_ok || length > 0)) {
+    words.push_back(word());
   }
   return words;
 }
@@ -535,19 +543,78 @@ std::optional<Heredoc> heredoc_from_word(std::string_view word) {
   return Heredoc{words[0], "", expand, chomp};
 }
 
-std::vector<std::string_view> split_lines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t nl = text.find('\n', start);
-    std::size_t end = nl == std::string_view::npos ? text.size() : nl + 1;
-    lines.push_back(text.substr(start, end - start));
-    start = end;
+// Physical lines one at a time, each with its '\n'. Splitting the file up front cost 16 bytes
+// per line before the first instruction was read: 2 GB for 130 MB of blank lines.
+class LineCursor {
+public:
+  explicit LineCursor(std::string_view text) : m_text(text) {
+    if (m_text.starts_with("\xEF\xBB\xBF")) {
+      m_next = 3;
+    }
   }
-  return lines;
+  bool done() const { return m_next >= m_text.size(); }
+  std::string_view next() {
+    m_offset = m_next;
+    std::size_t nl = m_text.find('\n', m_next);
+    m_next = nl == std::string_view::npos ? m_text.size() : nl + 1;
+    ++m_number;
+    return m_text.substr(m_offset, m_next - m_offset);
+  }
+  /// Of the line next() returned last; 0 before the first.
+  int number() const { return m_number; }
+  std::size_t offset() const { return m_offset; }
+
+private:
+  std::string_view m_text;
+  std::size_t m_next = 0;
+  std::size_t m_offset = 0;
+  int m_number = 0;
+};
+
+// Whether kiln expands the arguments of `keyword` with expand_words: not RUN's (a shell expands
+// those) nor the runtime-only instructions' (the container does).
+bool args_are_expanded(std::string_view keyword) {
+  return keyword != "run" && keyword != "cmd" && keyword != "entrypoint" &&
+         keyword != "healthcheck" && keyword != "shell" && keyword != "onbuild" &&
+         keyword != "maintainer";
 }
 
-tl::expected<void, std::string> fill_args(Instruction& ins, std::string_view rest, char escape) {
+// Where expand_words would pass k_max_substitution_depth in `word`, or nullopt.
+std::optional<std::size_t> too_deep_at(std::string_view word, char escape);
+
+ParseError too_deep_error(Position pos) {
+  return {pos, fmt::format("variable substitutions nest deeper than {} levels here: kiln does not "
+                           "expand them; flatten the `${{VAR:-...}}` nesting",
+                           k_max_substitution_depth)};
+}
+
+// Sets ins.args and ins.arg_pos from `rest`, the text after the flags, which starts at byte
+// `rest_offset` of the logical line that `segments` places.
+tl::expected<void, ParseError> fill_args(Instruction& ins, std::string_view rest,
+                                         std::size_t rest_offset,
+                                         const std::vector<Segment>& segments, char escape) {
+  auto fail = [&](std::string message) {
+    return tl::unexpected(ParseError{ins.start, std::move(message)});
+  };
+  const bool expanded = args_are_expanded(ins.keyword);
+  std::optional<ParseError> too_deep;
+  // `piece` is a view into `rest`.
+  auto add = [&](std::string_view piece) {
+    std::size_t offset = rest_offset + static_cast<std::size_t>(piece.data() - rest.data());
+    if (expanded && !too_deep && piece.find("${") != std::string_view::npos) {
+      if (auto at = too_deep_at(piece, escape)) {
+        too_deep = too_deep_error(position_of(segments, offset + *at));
+      }
+    }
+    ins.args.emplace_back(piece);
+    ins.arg_pos.push_back(position_of(segments, offset));
+  };
+  auto done = [&]() -> tl::expected<void, ParseError> {
+    if (too_deep) {
+      return tl::unexpected(*too_deep);
+    }
+    return {};
+  };
   // A view: std::string == "literal" is an out-of-line compare, a view's is inlined.
   std::string_view kw = ins.keyword;
   if (kw == "env" || kw == "label") {
@@ -555,7 +622,7 @@ tl::expected<void, std::string> fill_args(Instruction& ins, std::string_view res
     if (words.empty()) {
       return {};
     }
-    if (words[0].find('=') == std::string::npos) {
+    if (words[0].find('=') == std::string_view::npos) {
       // Legacy `ENV key value with spaces`: the value is everything after the first blank.
       std::size_t i = 0;
       while (i < rest.size() && !is_split_space(rest[i])) {
@@ -566,46 +633,46 @@ tl::expected<void, std::string> fill_args(Instruction& ins, std::string_view res
         ++j;
       }
       if (i == rest.size()) {
-        return tl::unexpected(
-            fmt::format("{} must have two arguments", kw == "env" ? "ENV" : "LABEL"));
+        return fail(fmt::format("{} must have two arguments", kw == "env" ? "ENV" : "LABEL"));
       }
-      // emplace_back, not `= {...}`: an initializer list copies every string once more.
       ins.args.reserve(2);
-      ins.args.emplace_back(rest.substr(0, i));
-      ins.args.emplace_back(rest.substr(j));
-      return {};
+      add(rest.substr(0, i));
+      add(rest.substr(j));
+      return done();
     }
-    for (const auto& word : words) {
+    ins.args.reserve(words.size() * 2);
+    ins.arg_pos.reserve(words.size() * 2);
+    for (auto word : words) {
       std::size_t eq = word.find('=');
-      if (eq == std::string::npos) {
-        return tl::unexpected(fmt::format(
+      if (eq == std::string_view::npos) {
+        return fail(fmt::format(
             "Syntax error - can't find = in \"{}\". Must be of the form: name=value", word));
       }
-      ins.args.push_back(word.substr(0, eq));
-      ins.args.push_back(word.substr(eq + 1));
+      add(word.substr(0, eq));
+      add(word.substr(eq + 1));
     }
-    return {};
+    return done();
   }
   if (kw == "arg") {
-    for (const auto& word : parse_words(rest, escape)) {
+    for (auto word : parse_words(rest, escape)) {
       std::size_t eq = word.find('=');
-      ins.args.push_back(word.substr(0, eq));
-      ins.args.push_back(eq == std::string::npos ? std::string() : word.substr(eq + 1));
-      ins.arg_has_value.push_back(eq != std::string::npos);
+      add(word.substr(0, eq));
+      add(eq == std::string_view::npos ? word.substr(word.size()) : word.substr(eq + 1));
+      ins.arg_has_value.push_back(eq != std::string_view::npos);
     }
-    return {};
+    return done();
   }
   if (kw == "from") {
     for (auto word : split_whitespace(rest)) {
-      ins.args.emplace_back(word);
+      add(word);
     }
     if (ins.args.size() != 1 && ins.args.size() != 3) {
-      return tl::unexpected(std::string("FROM requires either one or three arguments"));
+      return fail("FROM requires either one or three arguments");
     }
     if (ins.args.size() == 3 && lower(ins.args[1]) != "as") {
-      return tl::unexpected(std::string("When using FROM with AS, the second argument must be AS"));
+      return fail("When using FROM with AS, the second argument must be AS");
     }
-    return {};
+    return done();
   }
   if (rest.empty()) {
     return {};
@@ -613,17 +680,23 @@ tl::expected<void, std::string> fill_args(Instruction& ins, std::string_view res
   if (contains(k_maybe_json, kw)) {
     auto json = parse_json_array(rest);
     if (json.not_strings) {
-      return tl::unexpected(
-          std::string("when using JSON array syntax, arrays must be comprised of strings only"));
+      return fail("when using JSON array syntax, arrays must be comprised of strings only");
     }
     if (json.is_json) {
       ins.args = std::move(json.values);
+      ins.arg_pos.assign(ins.args.size(), position_of(segments, rest_offset));
       ins.json_form = true;
+      for (const auto& value : ins.args) {
+        if (expanded && value.find("${") != std::string::npos && too_deep_at(value, escape)) {
+          // A JSON element is decoded: its text is not the file's, so the array is the place.
+          return tl::unexpected(too_deep_error(ins.arg_pos.front()));
+        }
+      }
       return {};
     }
   }
-  ins.args.emplace_back(rest);
-  return {};
+  add(rest);
+  return done();
 }
 
 bool can_contain_heredoc(const Instruction& ins) {
@@ -652,10 +725,7 @@ std::string_view strip_leading_tabs(std::string_view line) {
 tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
   Dockerfile df;
   DirectiveParser directives;
-  auto lines = split_lines(text);
-  if (!lines.empty() && lines[0].starts_with("\xEF\xBB\xBF")) {
-    lines[0].remove_prefix(3);
-  }
+  LineCursor lines(text);
   auto directive_at = [&](std::string_view line, int line_no) -> tl::expected<bool, ParseError> {
     auto directive = directives.parse_line(line);
     if (!directive) {
@@ -681,12 +751,13 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
   std::string line;
   std::vector<Segment> segments;
   std::vector<RawFlag> raw_flags;
-  df.instructions.reserve(lines.size()); // at most one per line: the vector never grows
+  // Room for a usual file's instructions (a line is some 30 bytes) saves the vector's regrowth,
+  // capped: reserving one per line made 130 MB of blank lines fail to allocate.
+  df.instructions.reserve(std::min<std::size_t>(text.size() / 32, 1024));
 
-  std::size_t next = 0;
-  while (next < lines.size()) {
-    int start_line = static_cast<int>(next) + 1;
-    std::string_view raw = trim_newline(lines[next++]);
+  while (!lines.done()) {
+    std::string_view raw = trim_newline(lines.next());
+    int start_line = lines.number();
     std::string_view first = trim_left(raw);
     int lead = static_cast<int>(raw.size() - first.size());
     if (auto d = directive_at(first, start_line); !d) {
@@ -700,13 +771,13 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
       continue;
     }
     line.assign(first);
-    segments.assign(1, Segment{0, start_line, lead + 1});
+    segments.assign(1, Segment{0, start_line, lead + 1, lines.offset()});
     bool empty_continuation = false;
-    int end_line = start_line;
-    while (continued && next < lines.size()) {
-      int line_no = static_cast<int>(next) + 1;
-      std::string_view piece = trim_newline(lines[next++]);
-      end_line = line_no;
+    std::string_view last_line = raw;
+    while (continued && !lines.done()) {
+      std::string_view piece = trim_newline(lines.next());
+      int line_no = lines.number();
+      last_line = piece;
       if (auto d = directive_at(piece, line_no); !d) {
         return tl::unexpected(d.error());
       }
@@ -718,7 +789,7 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
         continue;
       }
       continued = trim_continuation(piece, df.escape);
-      segments.push_back({line.size(), line_no, 1});
+      segments.push_back({line.size(), line_no, 1, lines.offset()});
       line += piece;
     }
     if (empty_continuation) {
@@ -742,6 +813,8 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
     ins.keyword = lower(std::string_view(line).substr(kw_begin, kw_end - kw_begin));
     ins.original = trim_space(line);
     ins.start = position_of(segments, kw_begin);
+    // The keyword's line, which is not the first when the instruction opens with `\` alone.
+    ins.line_offset = segment_at(segments, kw_begin).line_offset;
     auto fail = [&](std::string message) {
       return tl::unexpected(ParseError{ins.start, std::move(message)});
     };
@@ -754,17 +827,25 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
       ++args_begin;
     }
     raw_flags.clear();
-    std::string_view rest = trim_space(
-        extract_flags(std::string_view(line).substr(args_begin), args_begin, df.escape, raw_flags));
+    std::string_view after_flags =
+        extract_flags(std::string_view(line).substr(args_begin), args_begin, df.escape, raw_flags);
+    std::string_view rest = trim_space(after_flags);
     for (const auto& f : raw_flags) {
       std::string_view word = std::string_view(f.word).substr(2);
       std::size_t eq = word.find('=');
       ins.flags.push_back({std::string(word.substr(0, eq)),
                            eq == std::string_view::npos ? "" : std::string(word.substr(eq + 1)),
                            position_of(segments, f.offset)});
+      const Flag& flag = ins.flags.back();
+      if (flag.value.find("${") != std::string::npos && too_deep_at(flag.value, df.escape)) {
+        // Quotes are gone from a flag's value: its text is not the file's, so the flag is the
+        // place.
+        return tl::unexpected(too_deep_error(flag.pos));
+      }
     }
-    if (auto filled = fill_args(ins, rest, df.escape); !filled) {
-      return fail(filled.error());
+    std::size_t rest_offset = static_cast<std::size_t>(rest.data() - line.data());
+    if (auto filled = fill_args(ins, rest, rest_offset, segments, df.escape); !filled) {
+      return tl::unexpected(filled.error());
     }
 
     if (can_contain_heredoc(ins) && line.find("<<") != std::string::npos) {
@@ -774,10 +855,10 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
           continue;
         }
         bool terminated = false;
-        while (next < lines.size()) {
-          std::string_view body = lines[next++];
-          end_line = static_cast<int>(next);
-          std::string_view candidate = trim_newline(body);
+        while (!lines.done()) {
+          std::string_view body = lines.next();
+          last_line = trim_newline(body);
+          std::string_view candidate = last_line;
           if (heredoc->chomp) {
             candidate = strip_leading_tabs(candidate);
           }
@@ -793,11 +874,11 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
         ins.heredocs.push_back(std::move(*heredoc));
       }
     }
-    ins.end = {end_line, static_cast<int>(trim_newline(lines[end_line - 1]).size())};
+    ins.end = {lines.number(), static_cast<int>(last_line.size())};
   }
   if (df.instructions.empty()) {
     return tl::unexpected(
-        ParseError{{std::max(1, static_cast<int>(lines.size())), 1}, "file with no instructions"});
+        ParseError{{std::max(1, lines.number()), 1}, "file with no instructions"});
   }
   return df;
 }
@@ -809,9 +890,29 @@ bool is_special_param(char c) {
          c == '0';
 }
 
+using VarMap = std::map<std::string, std::string>;
+
+// What an expansion sees: `first` shadows `second`, as a stage's ENV shadows its ARGs, without
+// merging them into a copy per instruction (a copy per ARG made 40,000 ARGs quadratic).
+struct Vars {
+  const VarMap* first = nullptr;
+  const VarMap* second = nullptr;
+
+  const std::string* find(const std::string& name) const {
+    for (const VarMap* map : {first, second}) {
+      if (map != nullptr) {
+        if (auto it = map->find(name); it != map->end()) {
+          return &it->second;
+        }
+      }
+    }
+    return nullptr;
+  }
+};
+
 class Expander {
 public:
-  Expander(std::string_view text, const std::map<std::string, std::string>& vars, char escape)
+  Expander(std::string_view text, Vars vars, char escape)
       : m_text(text), m_vars(vars), m_escape(escape) {}
 
   ExpandResult run() {
@@ -819,6 +920,9 @@ public:
     std::string value = until('\0', closed);
     return {std::move(value), std::move(m_unset)};
   }
+
+  /// After run(): where a substitution first nested past k_max_substitution_depth.
+  std::optional<std::size_t> too_deep_at() const { return m_too_deep_at; }
 
 private:
   // Processes up to `stop` (consumed; '\0' means the end). `closed` tells whether it was seen.
@@ -886,29 +990,38 @@ private:
   }
 
   std::string name() {
-    std::string out;
+    std::size_t begin = m_pos;
     if (m_pos < m_text.size() && std::isdigit(static_cast<unsigned char>(m_text[m_pos]))) {
       while (m_pos < m_text.size() && std::isdigit(static_cast<unsigned char>(m_text[m_pos]))) {
-        out += m_text[m_pos++];
+        ++m_pos;
       }
-      return out;
+    } else if (m_pos < m_text.size() && is_special_param(m_text[m_pos])) {
+      ++m_pos;
+    } else {
+      while (m_pos < m_text.size() &&
+             (std::isalnum(static_cast<unsigned char>(m_text[m_pos])) || m_text[m_pos] == '_')) {
+        ++m_pos;
+      }
     }
-    if (m_pos < m_text.size() && is_special_param(m_text[m_pos])) {
-      return std::string(1, m_text[m_pos++]);
-    }
-    while (m_pos < m_text.size() &&
-           (std::isalnum(static_cast<unsigned char>(m_text[m_pos])) || m_text[m_pos] == '_')) {
-      out += m_text[m_pos++];
-    }
-    return out;
+    return std::string(m_text.substr(begin, m_pos - begin));
   }
 
   const std::string* lookup(const std::string& var) {
-    auto it = m_vars.find(var);
-    if (it != m_vars.end()) {
-      return &it->second;
+    if (const std::string* value = m_vars.find(var)) {
+      return value;
     }
-    if (std::find(m_unset.begin(), m_unset.end(), var) == m_unset.end()) {
+    // A few names are searched in place; past that a set keeps 40,000 names in one word linear.
+    constexpr std::size_t k_linear = 16;
+    if (m_unset.size() < k_linear) {
+      if (std::find(m_unset.begin(), m_unset.end(), var) == m_unset.end()) {
+        m_unset.push_back(var);
+      }
+      return nullptr;
+    }
+    if (m_unset_seen.empty()) {
+      m_unset_seen.insert(m_unset.begin(), m_unset.end());
+    }
+    if (m_unset_seen.insert(var).second) {
       m_unset.push_back(var);
     }
     return nullptr;
@@ -954,8 +1067,14 @@ private:
     if (op != '-' && op != '+' && op != '?') {
       return literal_from(start); // patterns and replacements: not needed by kiln
     }
+    if (m_depth == k_max_substitution_depth) {
+      m_too_deep_at = m_too_deep_at.value_or(start);
+      return literal_from(start);
+    }
     bool closed = false;
+    ++m_depth;
     std::string word = until('}', closed);
+    --m_depth;
     if (!closed) {
       return literal_from(start);
     }
@@ -973,58 +1092,72 @@ private:
   }
 
   std::string_view m_text;
-  const std::map<std::string, std::string>& m_vars;
+  Vars m_vars;
   char m_escape;
   std::size_t m_pos = 0;
+  int m_depth = 0;
+  std::optional<std::size_t> m_too_deep_at;
   std::vector<std::string> m_unset;
+  std::unordered_set<std::string> m_unset_seen; // m_unset's names once it outgrows k_linear
 };
+
+bool needs_processing(std::string_view text, char escape) {
+  // Without a `$`, a quote or the escape there is nothing to process: the text is the value.
+  return std::any_of(text.begin(), text.end(),
+                     [escape](char c) { return c == '$' || c == '\'' || c == '"' || c == escape; });
+}
+
+ExpandResult expand(std::string_view text, Vars vars, char escape) {
+  if (!needs_processing(text, escape)) {
+    return {std::string(text), {}};
+  }
+  return Expander(text, vars, escape).run();
+}
+
+std::optional<std::size_t> too_deep_at(std::string_view word, char escape) {
+  Expander expander(word, {}, escape);
+  expander.run();
+  return expander.too_deep_at();
+}
 
 } // namespace
 
 ExpandResult expand_words(std::string_view text, const std::map<std::string, std::string>& vars,
                           char escape) {
-  // Without a `$`, a quote or the escape there is nothing to process: the text is the value.
-  if (std::none_of(text.begin(), text.end(),
-                   [escape](char c) { return c == '$' || c == '\'' || c == '"' || c == escape; })) {
-    return {std::string(text), {}};
-  }
-  return Expander(text, vars, escape).run();
+  return expand(text, {&vars, nullptr}, escape);
 }
 
 std::vector<StageScope> stage_scopes(const Dockerfile& df,
                                      const std::map<std::string, std::string>& build_args) {
   std::vector<StageScope> stages;
   // Global ARGs: a name declared without default and not passed has no value at all.
-  std::map<std::string, std::string> globals;
+  VarMap globals;
   // The current stage's ARG values; ENV is in stages.back().env and wins over them.
-  std::map<std::string, std::string> stage_args;
-  auto visible = [&] {
-    auto vars = stage_args;
-    for (const auto& [k, v] : stages.back().env) {
-      vars[k] = v;
-    }
-    return vars;
-  };
+  VarMap stage_args;
+  std::unordered_set<std::string> declared; // stages.back().args, to look names up
+  std::map<std::string, std::size_t> named; // the last stage of each name so far
+  std::vector<std::string> values;
   for (const auto& ins : df.instructions) {
-    if (ins.keyword == "from") {
+    if (keyword_is(ins, "from")) {
       StageScope stage;
       stage.index = static_cast<int>(stages.size());
       if (ins.args.size() == 3) {
         stage.name = lower(ins.args[2]);
       }
       stage.from = ins.start;
-      stage.base = ins.args.empty() ? "" : expand_words(ins.args[0], globals, df.escape).value;
-      std::string base = lower(stage.base);
-      for (const auto& earlier : stages) {
-        if (!earlier.name.empty() && earlier.name == base) {
-          stage.env = earlier.env;
-        }
+      stage.base = ins.args.empty() ? "" : expand(ins.args[0], {&globals}, df.escape).value;
+      if (auto earlier = named.find(lower(stage.base)); earlier != named.end()) {
+        stage.env = stages[earlier->second].env;
+      }
+      if (!stage.name.empty()) {
+        named[stage.name] = stages.size();
       }
       stages.push_back(std::move(stage));
       stage_args.clear();
+      declared.clear();
       continue;
     }
-    if (ins.keyword == "arg") {
+    if (keyword_is(ins, "arg")) {
       for (std::size_t i = 0; i + 1 < ins.args.size(); i += 2) {
         const std::string& key = ins.args[i];
         bool has_value = i / 2 < ins.arg_has_value.size() && ins.arg_has_value[i / 2];
@@ -1032,8 +1165,8 @@ std::vector<StageScope> stage_scopes(const Dockerfile& df,
         if (auto passed = build_args.find(key); passed != build_args.end()) {
           value = passed->second;
         } else if (has_value) {
-          value =
-              expand_words(ins.args[i + 1], stages.empty() ? globals : visible(), df.escape).value;
+          Vars vars = stages.empty() ? Vars{&globals} : Vars{&stages.back().env, &stage_args};
+          value = expand(ins.args[i + 1], vars, df.escape).value;
         } else if (!stages.empty()) {
           if (auto global = globals.find(key); global != globals.end()) {
             value = global->second;
@@ -1045,9 +1178,8 @@ std::vector<StageScope> stage_scopes(const Dockerfile& df,
           }
           continue;
         }
-        auto& declared = stages.back().args;
-        if (std::find(declared.begin(), declared.end(), key) == declared.end()) {
-          declared.push_back(key);
+        if (declared.insert(key).second) {
+          stages.back().args.push_back(key);
         }
         if (value) {
           stage_args[key] = *value;
@@ -1055,10 +1187,16 @@ std::vector<StageScope> stage_scopes(const Dockerfile& df,
       }
       continue;
     }
-    if (ins.keyword == "env" && !stages.empty()) {
+    if (keyword_is(ins, "env") && !stages.empty()) {
+      // All pairs of one ENV see the variables as they were before it, as in BuildKit:
+      // `ENV A=1 B=$A` gives B the A from before the line.
+      auto& env = stages.back().env;
+      values.clear();
       for (std::size_t i = 0; i + 1 < ins.args.size(); i += 2) {
-        // All pairs of one ENV see the variables as they were before it, as in BuildKit.
-        stages.back().env[ins.args[i]] = expand_words(ins.args[i + 1], visible(), df.escape).value;
+        values.push_back(expand(ins.args[i + 1], {&env, &stage_args}, df.escape).value);
+      }
+      for (std::size_t i = 0; i + 1 < ins.args.size(); i += 2) {
+        env[ins.args[i]] = std::move(values[i / 2]);
       }
     }
   }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <string_view>
@@ -38,6 +39,9 @@ struct Instruction {
   /// elements. ENV/LABEL/ARG: key, value pairs with values raw (quotes kept, unexpanded, so
   /// expand_words can apply the scope later). FROM: image, then `AS` and name when present.
   std::vector<std::string> args;
+  /// Where each of `args` starts in the file. A pair's value, a FROM word and the shell-form
+  /// rest are their text as written there; a JSON element is placed at the array's start.
+  std::vector<Position> arg_pos;
   /// ARG only, one entry per pair: whether `=` was written. `ARG NAME` takes the global
   /// default while `ARG NAME=` sets an empty one, and the pair alone cannot tell them apart.
   std::vector<bool> arg_has_value;
@@ -45,6 +49,9 @@ struct Instruction {
   std::vector<Heredoc> heredocs;
   Position start;
   Position end; // last physical line, heredoc terminator included
+  /// Byte offset in the parsed text of the start of its first physical line: a caller that
+  /// still holds the text finds the line there without splitting the whole file into lines.
+  std::size_t line_offset = 0;
 };
 
 /// `ins.keyword == keyword`, lengths compared first: std::string == "literal" is an
@@ -65,8 +72,14 @@ struct ParseError {
   std::string message;
 };
 
+/// How deeply `${VAR:-word}` may nest inside `word`. BuildKit sets no limit; kiln expands words
+/// recursively, and a file nesting 25,000 deep overflowed its stack. Real files nest two or three.
+constexpr int k_max_substitution_depth = 64;
+
 /// Parses with BuildKit's rules (frontend/dockerfile/parser plus the unknown-instruction and
-/// FROM-shape checks of its instructions package).
+/// FROM-shape checks of its instructions package). Also an error: a word kiln expands (a flag
+/// value, an argument of anything but RUN and the runtime-only instructions) that nests
+/// substitutions deeper than k_max_substitution_depth.
 tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text);
 
 struct ExpandResult {
@@ -77,15 +90,17 @@ struct ExpandResult {
 /// BuildKit's word processing: quotes removed, escapes applied, `$VAR`, `${VAR}`,
 /// `${VAR:-w}`, `${VAR-w}`, `${VAR:+w}`, `${VAR+w}` expanded. Malformed input (an unclosed
 /// quote or brace) is kept as far as it goes instead of failing: callers lint, they don't build.
+/// Past k_max_substitution_depth the rest of the text is kept literally (parse_dockerfile has
+/// already refused such a word in a file).
 ExpandResult expand_words(std::string_view text, const std::map<std::string, std::string>& vars,
                           char escape);
 
 struct StageScope {
   std::string name; // lower-case, empty for an unnamed stage
   int index = 0;
-  std::string base; // the FROM image with global ARGs expanded, as written otherwise
-  Position from;    // of its FROM
-  std::vector<std::string> args;          // declared in the stage
+  std::string base;              // the FROM image with global ARGs expanded, as written otherwise
+  Position from;                 // of its FROM
+  std::vector<std::string> args; // declared in the stage
   std::map<std::string, std::string> env; // ENV in effect, inherited from FROM <stage>
 };
 

@@ -1,7 +1,8 @@
 #include "driver/build_request.h"
 
 #include "chain/plan.h"
-#include "util/fs.h"
+#include "dockerfile/mounts.h"
+#include "dockerfile/source.h"
 
 namespace kiln {
 
@@ -36,8 +37,7 @@ BuildRequest build_request(const Chain& chain, const Stage& stage, const KeyValu
     request.contexts.push_back(stage_context(chain, *chain.find_stage(need)));
   }
   request.secrets = stage.secrets;
-  if (auto text = read_file(stage.dockerfile);
-      text && text->find(k_budget_secret) != std::string::npos) {
+  if (stage.dockerfile_source && mounts_secret(stage.dockerfile_source->parsed, k_budget_secret)) {
     request.secrets.push_back({k_budget_secret, {}, budget_file(chain, stage.name), stage.pos});
   }
   request.layout = stage_layout(chain, stage.name);

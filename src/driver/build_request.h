@@ -9,7 +9,7 @@ namespace kiln {
 
 /// The secret a Dockerfile mounts to read its job budget (`JOBS=`, `MEMORY_LIMIT_GB=`): a
 /// secret, so the host's budget never becomes part of a layer's cache key. Offered to a stage
-/// whose Dockerfile names it.
+/// whose Dockerfile mounts it.
 constexpr const char* k_budget_secret = "kiln-budget";
 
 /// Where a stage's BuildKit image lands when the chain names no registry: an OCI layout under

@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 
 #include "dockerfile/parents.h"
+#include "dockerfile/source.h"
 #include "driver/build_request.h"
 #include "gates/image_env.h"
-#include "util/fs.h"
 #include "util/strings.h"
 
 namespace kiln {
@@ -28,21 +28,18 @@ GateRecord ImageGates::grade(const std::string& subject, const ImageEnv& env) co
   return record;
 }
 
-std::vector<GateRecord> ImageGates::grade_parents(const BuildRequest& request) {
+std::vector<GateRecord> ImageGates::grade_parents(const Stage& stage, const BuildRequest& request) {
   std::vector<GateRecord> records;
-  auto text = read_file(request.dockerfile);
-  auto df = text ? parse_dockerfile(*text) : tl::unexpected(ParseError{{}, text.error()});
-  if (!df) {
-    // The lint preflight has already refused a Dockerfile that does not parse; this is a file
-    // that changed or vanished since.
+  if (!stage.dockerfile_source) {
+    // The chain loader parses every stage's Dockerfile: only a stage made by hand has none.
     GateRecord record;
-    record.subject = "parents of " + request.dockerfile.string();
+    record.subject = "parents of " + stage.dockerfile.string();
     record.verdict = "unreadable";
-    record.reason = df.error().message;
+    record.reason = "the Dockerfile was not loaded with the chain";
     return {record};
   }
   std::map<std::string, std::string> args(request.build_args.begin(), request.build_args.end());
-  for (const auto& parent : parent_images(*df, args)) {
+  for (const auto& parent : parent_images(stage.dockerfile_source->parsed, args)) {
     auto context =
         std::find_if(request.contexts.begin(), request.contexts.end(),
                      [&](const NamedContext& c) { return lower(c.name) == lower(parent.ref); });

@@ -18,9 +18,10 @@ public:
   ImageGates(const Chain& chain, const Engine& engine, std::vector<std::string> built_by_run)
       : m_chain(chain), m_engine(engine), m_built_by_run(std::move(built_by_run)) {}
 
-  /// Grade every parent of `request`'s Dockerfile that this run does not build: chain stages
-  /// from earlier runs and images from outside the chain. Each image is graded once per run.
-  std::vector<GateRecord> grade_parents(const BuildRequest& request);
+  /// Grade every parent of `stage`'s Dockerfile that this run does not build (with `request`'s
+  /// build args and named contexts): chain stages from earlier runs and images from outside
+  /// the chain. Each image is graded once per run.
+  std::vector<GateRecord> grade_parents(const Stage& stage, const BuildRequest& request);
 
   /// Grade the image a stage just built (the final stage, or one the chain flags).
   GateRecord grade_built(const Stage& stage);

@@ -12,6 +12,7 @@
 
 #include "disk/levers.h"
 #include "disk/watchdog.h"
+#include "dockerfile/source.h"
 #include "driver/attempt.h"
 #include "driver/attempt_runner.h"
 #include "driver/build_request.h"
@@ -107,22 +108,17 @@ std::vector<std::string> check_request(const std::vector<const Stage*>& stages,
 
 /// Every selected stage's Dockerfile through the linter, with the chain's [gates] options: a
 /// build-host leak or an out-of-scope ARG found now costs nothing, found in the image it costs
-/// the hours spent building it.
+/// the hours spent building it. Each file as the chain loaded it: read and parsed once.
 std::vector<std::string> lint_stage_dockerfiles(const Chain& chain,
                                                 const std::vector<const Stage*>& stages) {
   LintOptions options = lint_options(chain.gates);
   std::vector<std::string> problems;
   size_t findings = 0;
-  for (const auto& file : unique_dockerfiles(stages)) {
-    auto text = read_file(file);
-    if (!text) {
-      problems.push_back(error_line(text.error()));
-      continue;
-    }
-    LintResult result = lint_dockerfile(file.string(), *text, options);
-    if (!result.findings.empty() || result.parse_error) {
-      findings += result.findings.size() + (result.parse_error ? 1 : 0);
-      problems.push_back(render_tty(result, *text));
+  for (const DockerfileSource* source : unique_dockerfiles(stages)) {
+    LintResult result = lint_parsed(source->path.string(), source->text, source->parsed, options);
+    if (!result.findings.empty()) {
+      findings += result.findings.size();
+      problems.push_back(render_tty(result, source->text));
     }
   }
   if (findings > 0) {
@@ -509,7 +505,7 @@ void Run::gate_log(const Stage& stage, const GateRecord& gate) {
 
 bool Run::parent_gates(const Stage& stage, const BuildRequest& request, StageRecord& record) {
   bool ok = true;
-  for (auto& gate : m_gates->grade_parents(request)) {
+  for (auto& gate : m_gates->grade_parents(stage, request)) {
     gate_log(stage, gate);
     ok = ok && (gate.verdict == "pass" || gate.verdict == "not-graded");
     record.gates.push_back(std::move(gate));

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "disk/slugs.h"
+#include "dockerfile/source.h"
 #include "dockerfile/stage_names.h"
 #include "driver/attempt_runner.h"
 #include "util/cancel.h"
@@ -14,10 +15,10 @@
 
 namespace kiln {
 
-std::vector<std::string> salvage_targets(std::string_view dockerfile_text,
+std::vector<std::string> salvage_targets(const Dockerfile& dockerfile,
                                          const std::vector<std::string>& finished_stages) {
   std::vector<std::string> targets;
-  for (const auto& name : named_stages(dockerfile_text)) {
+  for (const auto& name : named_stages(dockerfile)) {
     bool finished =
         std::find(finished_stages.begin(), finished_stages.end(), name) != finished_stages.end();
     if (finished && std::find(targets.begin(), targets.end(), name) == targets.end()) {
@@ -42,9 +43,10 @@ void salvage_failed_build(const SalvageContext& context, const Stage& stage,
     skip(context.disabled ? "--no-salvage" : "salvage = false in [cache]");
     return;
   }
-  auto text = read_file(request.dockerfile);
   std::vector<std::string> targets =
-      text ? salvage_targets(*text, finished_build_stages) : std::vector<std::string>{};
+      stage.dockerfile_source
+          ? salvage_targets(stage.dockerfile_source->parsed, finished_build_stages)
+          : std::vector<std::string>{};
   if (targets.empty()) {
     skip("no named target of the Dockerfile finished before the failure");
     return;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "chain/chain.h"
+#include "dockerfile/parser.h"
 #include "driver/console.h"
 #include "driver/run_folder.h"
 #include "engine/engine.h"
@@ -15,7 +16,7 @@ namespace kiln {
 /// The named targets a salvage re-drives after a failed build: every stage the Dockerfile
 /// names (in file order) whose steps all finished in the failed build, so each re-drive is a
 /// pure cache hit and only lands its cache export. A stage that did not finish would compile.
-std::vector<std::string> salvage_targets(std::string_view dockerfile_text,
+std::vector<std::string> salvage_targets(const Dockerfile& dockerfile,
                                          const std::vector<std::string>& finished_stages);
 
 /// What a salvage needs from the run it belongs to.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cstdio>
 #include <iterator>
 #include <map>
@@ -13,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lint/rules.h"
+#include "util/diagnostic.h"
 
 namespace kiln {
 namespace {
@@ -49,32 +49,56 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-std::vector<std::string_view> split_lines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  std::size_t begin = 0;
-  while (begin <= text.size()) {
-    auto end = text.find('\n', begin);
-    if (end == std::string_view::npos) {
-      if (begin < text.size()) {
-        lines.push_back(text.substr(begin));
-      }
-      break;
-    }
-    auto line = text.substr(begin, end - begin);
-    if (!line.empty() && line.back() == '\r') {
-      line.remove_suffix(1);
-    }
-    lines.push_back(line);
-    begin = end + 1;
+std::string_view without_cr(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') {
+    line.remove_suffix(1);
   }
-  return lines;
+  return line;
 }
 
-std::string_view line_at(const std::vector<std::string_view>& lines, int line) {
-  if (line < 1 || line > static_cast<int>(lines.size())) {
-    return {};
+// The line starting at byte `offset` of `text`, its line end dropped.
+std::string_view line_from(std::string_view text, std::size_t offset) {
+  std::size_t end = std::min(text.find('\n', offset), text.size());
+  return without_cr(text.substr(offset, end - offset));
+}
+
+// The line above the one starting at `offset` (which is not the first line).
+std::string_view line_above(std::string_view text, std::size_t offset) {
+  std::size_t end = offset - 1; // its '\n'
+  std::size_t begin = end == 0 ? 0 : text.rfind('\n', end - 1);
+  begin = begin == std::string_view::npos || end == 0 ? 0 : begin + 1;
+  return without_cr(text.substr(begin, end - begin));
+}
+
+// excerpt() of `line` around `column`, handed only the bytes its window can reach: it reads
+// every character of the line it is given, and one ENV with 10,000 findings on a 200 KB line
+// made that quadratic. The window holds k_excerpt_columns either side at most: as many bytes
+// when they are ASCII (a byte is a column or more), four times as many when a UTF-8 sequence
+// (up to 4 bytes a column) may be among them.
+std::string clipped_excerpt(std::string_view line, int column) {
+  constexpr std::size_t k_ascii_reach = k_excerpt_columns + 8;
+  auto ascii = [](std::string_view bytes) {
+    return std::none_of(bytes.begin(), bytes.end(),
+                        [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+  };
+  std::size_t caret = std::min(column > 0 ? static_cast<std::size_t>(column - 1) : 0, line.size());
+  std::size_t left = std::min(caret, k_ascii_reach);
+  if (!ascii(line.substr(caret - left, left))) {
+    left = std::min(caret, 4 * k_ascii_reach);
   }
-  return lines[static_cast<std::size_t>(line - 1)];
+  std::size_t right = std::min(line.size() - caret, k_ascii_reach);
+  if (!ascii(line.substr(caret, right))) {
+    right = std::min(line.size() - caret, 4 * k_ascii_reach);
+  }
+  std::size_t begin = caret - left;
+  // Start on a character, not inside one.
+  for (int i = 0; i < 3 && begin > 0 && begin < caret &&
+                  (static_cast<unsigned char>(line[begin]) & 0xC0) == 0x80;
+       ++i) {
+    ++begin;
+  }
+  return excerpt(line.substr(begin, caret + right - begin),
+                 column > 0 ? column - static_cast<int>(begin) : 0);
 }
 
 struct Suppression {
@@ -223,128 +247,28 @@ std::vector<LintFinding> all_findings(const std::vector<LintResult>& results) {
 
 } // namespace
 
-LintFinding make_finding(const LintContext& ctx, const Instruction& ins, std::string_view needle,
-                         std::string rule, std::string message, int from_column) {
-  LintFinding f{ctx.file, ins.start.line, ins.start.column, std::move(rule), std::move(message)};
-  auto line = line_at(ctx.lines, ins.start.line);
-  auto from = static_cast<std::size_t>(std::max(from_column, 1) - 1);
-  if (!needle.empty() && from <= line.size()) {
-    if (auto pos = line.find(needle, from); pos != std::string_view::npos) {
-      f.column = static_cast<int>(pos) + 1;
-    }
-  }
-  return f;
-}
-
-std::vector<std::string> shell_variable_refs(std::string_view script) {
-  std::vector<std::string> names;
-  if (script.find('$') == std::string_view::npos) {
-    return names; // most scripts expand nothing; memchr says so faster than the scan below
-  }
-  auto is_start = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
-  auto is_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  bool in_double = false;
-  for (std::size_t i = 0; i < script.size(); ++i) {
-    char c = script[i];
-    if (c == '\\') {
-      ++i;
-      continue;
-    }
-    if (c == '"') {
-      in_double = !in_double;
-      continue;
-    }
-    if (c == '\'' && !in_double) {
-      auto close = script.find('\'', i + 1);
-      if (close == std::string_view::npos) {
-        break;
-      }
-      i = close;
-      continue;
-    }
-    if (c != '$' || i + 1 >= script.size()) {
-      continue;
-    }
-    std::size_t begin = i + 1;
-    if (script[begin] == '{') {
-      ++begin;
-    }
-    if (begin >= script.size() || !is_start(script[begin])) {
-      continue;
-    }
-    auto end = begin;
-    while (end < script.size() && is_name(script[end])) {
-      ++end;
-    }
-    std::string name(script.substr(begin, end - begin));
-    if (std::find(names.begin(), names.end(), name) == names.end()) {
-      names.push_back(std::move(name));
-    }
-    i = end - 1;
-  }
-  return names;
-}
-
-namespace {
-
-std::optional<std::string_view> one_mount_option(std::string_view value, std::string_view key) {
-  std::optional<std::string_view> found;
-  std::size_t pos = 0;
-  while (pos <= value.size()) {
-    auto comma = value.find(',', pos);
-    auto item = value.substr(pos, comma == std::string_view::npos ? value.npos : comma - pos);
-    auto eq = item.find('=');
-    auto item_key = item.substr(0, eq);
-    if (item_key.size() == key.size() &&
-        std::equal(item_key.begin(), item_key.end(), key.begin(), [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) == static_cast<unsigned char>(b);
-        })) {
-      found = eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1);
-    }
-    if (comma == std::string_view::npos) {
-      break;
-    }
-    pos = comma + 1;
-  }
-  return found;
-}
-
-} // namespace
-
-std::optional<std::string_view> mount_option(std::string_view value,
-                                             std::initializer_list<std::string_view> keys) {
-  for (auto key : keys) {
-    if (auto found = one_mount_option(value, key)) {
-      return found;
-    }
-  }
-  return std::nullopt;
-}
-
-std::vector<std::vector<const Instruction*>> split_stages(const Dockerfile& df) {
-  std::vector<std::vector<const Instruction*>> stages;
-  for (const auto& ins : df.instructions) {
-    if (keyword_is(ins, "from")) {
-      stages.emplace_back();
-    }
-    if (!stages.empty()) {
-      stages.back().push_back(&ins);
-    }
-  }
-  return stages;
-}
-
 LintResult lint_dockerfile(const std::string& file_name, std::string_view text,
                            const LintOptions& options) {
-  LintResult result;
   auto parsed = parse_dockerfile(text);
   if (!parsed) {
+    LintResult result;
     result.parse_error =
         LintFinding{file_name, parsed.error().pos.line, std::max(parsed.error().pos.column, 1),
                     "parse-error", parsed.error().message};
     return result;
   }
-  LintContext ctx{file_name, *parsed, text, options, split_lines(text), split_stages(*parsed)};
+  return lint_parsed(file_name, text, *parsed, options);
+}
+
+LintResult lint_parsed(const std::string& file_name, std::string_view text, const Dockerfile& df,
+                       const LintOptions& options) {
+  LintResult result;
+  std::vector<std::string_view> start_lines;
+  start_lines.reserve(df.instructions.size());
+  for (const auto& ins : df.instructions) {
+    start_lines.push_back(line_from(text, ins.line_offset));
+  }
+  LintContext ctx{file_name, df, text, options, std::move(start_lines), split_stages(df)};
   std::vector<LintFinding> findings;
   check_leak_env_name(ctx, findings);
   check_leak_address(ctx, findings);
@@ -354,19 +278,18 @@ LintResult lint_dockerfile(const std::string& file_name, std::string_view text,
   check_whole_dir_mount(ctx, findings);
 
   // Suppressions bind to the instruction starting on the next line; findings carry that line.
-  const auto& lines = ctx.lines;
   std::map<int, Suppression> by_line;
   // A file that never mentions the marker has no suppression comment to look for.
   bool has_marker = text.find(k_suppress_marker) != std::string_view::npos;
-  for (const auto& ins : parsed->instructions) {
+  for (const auto& ins : df.instructions) {
     if (!has_marker) {
       break;
     }
-    int above = ins.start.line - 1;
-    if (above < 1 || above > static_cast<int>(lines.size())) {
+    if (ins.start.line < 2) {
       continue;
     }
-    auto s = parse_suppression(lines[static_cast<std::size_t>(above - 1)]);
+    int above = ins.start.line - 1;
+    auto s = parse_suppression(line_above(text, ins.line_offset));
     if (!s) {
       continue;
     }
@@ -395,24 +318,29 @@ LintResult lint_dockerfile(const std::string& file_name, std::string_view text,
 
 std::string render_tty(const LintResult& result, std::string_view text) {
   // format_diagnostic rereads the file and labels everything `error:`; the linter has the
-  // text in hand and names the rule instead, so it draws the same caret itself.
+  // text in hand and names the rule instead, so it draws the same excerpt itself.
   std::string out;
   if (!result.parse_error && result.findings.empty()) {
     return out;
   }
-  auto lines = split_lines(text);
+  // Findings come sorted by line: one walk down the text finds every line they are on.
+  int line_no = 1;
+  std::size_t offset = text.starts_with("\xEF\xBB\xBF") ? 3 : 0; // columns skip a BOM
   auto render = [&](const LintFinding& f) {
-    out += fmt::format("{}:{}:{}: {}: {}\n", f.file, f.line, f.column, f.rule, f.message);
-    auto line = line_at(lines, f.line);
-    if (line.empty()) {
+    out += fmt::format("{}:{}:{}: {}: {}\n", printable(f.file), f.line, f.column, f.rule,
+                       printable(f.message));
+    while (line_no < f.line && offset < text.size()) {
+      std::size_t nl = text.find('\n', offset);
+      offset = nl == std::string_view::npos ? text.size() : nl + 1;
+      ++line_no;
+    }
+    if (line_no != f.line) {
       return;
     }
-    out += fmt::format("  {}\n", line);
-    std::string pad;
-    for (int i = 0; i + 1 < f.column && i < static_cast<int>(line.size()); ++i) {
-      pad += line[static_cast<std::size_t>(i)] == '\t' ? '\t' : ' ';
+    auto line = line_from(text, offset);
+    if (!line.empty()) {
+      out += clipped_excerpt(line, f.column);
     }
-    out += fmt::format("  {}^\n", pad);
   };
   if (result.parse_error) {
     render(*result.parse_error);
@@ -526,14 +454,16 @@ std::string render_sarif(const std::vector<LintResult>& results) {
                         {"runs",
                          {{{"tool", {{"driver", {{"name", "kiln-lint"}, {"rules", rules}}}}},
                            {"results", sarif_results}}}}};
-  return doc.dump(2);
+  // A file name or a quoted Dockerfile word can hold any bytes: those that are not UTF-8 become
+  // U+FFFD, as in the JSON format, where the strict default would throw.
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 LintOptions lint_options(const GateSettings& gates) {
   LintOptions options;
   options.extra_names = gates.host_env_names;
-  if (!gates.cache_mount_targets.empty()) {
-    options.cache_targets = gates.cache_mount_targets;
+  if (gates.cache_mount_targets) {
+    options.cache_targets = *gates.cache_mount_targets;
   }
   if (!gates.cache_endpoint_arg.empty()) {
     options.cache_endpoint_arg = gates.cache_endpoint_arg;

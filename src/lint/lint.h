@@ -7,15 +7,19 @@
 #include <vector>
 
 #include "chain/chain.h"
+#include "dockerfile/parser.h"
 
 namespace kiln {
 
 struct LintOptions {
   /// More build-host name patterns (exact or `PREFIX*`) on top of the image-env gate's own.
   std::vector<std::string> extra_names;
-  /// Compile-cache mount targets that only pay off when the stage can reach the remote cache.
+  /// Compile-cache mount targets that only pay off when the stage can reach the remote cache:
+  /// sccache's and ccache's cache folders for root. ccache 4 uses $XDG_CACHE_HOME/ccache, which
+  /// is ~/.cache/ccache when XDG_CACHE_HOME is unset, unless the legacy ~/.ccache exists.
   std::vector<std::string> cache_targets = {"/root/.cache/sccache", "/var/cache/sccache",
-                                            "/root/.ccache", "/var/cache/ccache"};
+                                            "/root/.cache/ccache", "/root/.ccache",
+                                            "/var/cache/ccache"};
   std::string cache_endpoint_arg = "SCCACHE_WEBDAV_ENDPOINT";
   /// Directories whose files must be mounted or copied one by one, never whole.
   std::vector<std::string> per_file_dirs;
@@ -50,7 +54,12 @@ struct LintResult {
 LintResult lint_dockerfile(const std::string& file_name, std::string_view text,
                            const LintOptions& options);
 
-/// `file:line:col: rule-id: message`, then the source line and a caret under the column.
+/// lint_dockerfile for a file already parsed: `df` is parse_dockerfile(text).
+LintResult lint_parsed(const std::string& file_name, std::string_view text, const Dockerfile& df,
+                       const LintOptions& options);
+
+/// `file:line:col: rule-id: message`, then the source line and a caret under the column: the
+/// line clipped around the caret, and bytes a terminal would act on shown as `\xNN`.
 std::string render_tty(const LintResult& result, std::string_view text);
 
 /// One JSON array of {file, line, column, rule, message}, parse errors included.

@@ -1,5 +1,8 @@
 #include <algorithm>
-#include <cctype>
+#include <array>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -16,27 +19,27 @@ bool is_runtime_only(const Instruction& ins) {
          keyword_is(ins, "maintainer");
 }
 
-// Names are few per file: a vector searched in order beats building sets for every file.
-using NameList = std::vector<std::string_view>;
-
-bool has(const NameList& names, std::string_view name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-void add_unique(NameList& names, std::string_view name) {
-  if (!has(names, name)) {
-    names.push_back(name);
-  }
-}
-
-// The names an instruction expands, Dockerfile-level or (for RUN) in its shell script.
-void used_names(const Instruction& ins, char escape, std::vector<std::string>& names) {
+// The names an instruction expands, Dockerfile-level or (for RUN) in its shell script, each
+// once, in first-seen order. `seen` is scratch space: past a few names a scan of `names` for
+// each would make a RUN with 40,000 of them quadratic.
+void used_names(const Instruction& ins, char escape, std::vector<std::string>& names,
+                std::unordered_set<std::string>& seen) {
+  constexpr std::size_t k_scanned = 32;
   names.clear();
+  seen.clear();
   auto add = [&](std::vector<std::string>&& more) {
     for (auto& n : more) {
-      if (std::find(names.begin(), names.end(), n) == names.end()) {
-        names.push_back(std::move(n));
+      bool known = names.size() <= k_scanned
+                       ? std::find(names.begin(), names.end(), n) != names.end()
+                       : !seen.insert(n).second;
+      if (known) {
+        continue;
       }
+      if (names.size() == k_scanned) {
+        seen.insert(names.begin(), names.end());
+        seen.insert(n);
+      }
+      names.push_back(std::move(n));
     }
   };
   // Only `$` references a variable: text without one names nothing, whatever its quoting.
@@ -70,9 +73,9 @@ void used_names(const Instruction& ins, char escape, std::vector<std::string>& n
   }
 }
 
-void add_keys(const Instruction& ins, NameList& names) {
+void add_keys(const Instruction& ins, NameSet& names) {
   for (std::size_t i = 0; i < ins.args.size(); i += 2) {
-    add_unique(names, ins.args[i]);
+    names.insert(ins.args[i]);
   }
 }
 
@@ -83,7 +86,7 @@ void add_keys(const Instruction& ins, NameList& names) {
 // `cp $SRC/* $DST` silently collapse instead of failing.
 void check_arg_scope(const LintContext& ctx, std::vector<LintFinding>& out) {
   const auto& options = ctx.options;
-  NameList globals;
+  NameSet globals;
   for (const auto& ins : ctx.dockerfile.instructions) {
     if (keyword_is(ins, "from")) {
       break;
@@ -93,64 +96,77 @@ void check_arg_scope(const LintContext& ctx, std::vector<LintFinding>& out) {
     }
   }
   const auto& stages = ctx.stages;
-  std::vector<NameList> stage_args(stages.size());
-  bool any_arg = !globals.empty();
+  // For each name some stage declares: the first two such stages, so that the first other
+  // than any given stage is at hand.
+  std::unordered_map<std::string_view, std::array<int, 2>> declaring;
   for (std::size_t s = 0; s < stages.size(); ++s) {
     for (const auto* ins : stages[s]) {
-      if (keyword_is(*ins, "arg")) {
-        add_keys(*ins, stage_args[s]);
+      if (!keyword_is(*ins, "arg")) {
+        continue;
+      }
+      for (std::size_t i = 0; i < ins->args.size(); i += 2) {
+        auto [it, added] = declaring.try_emplace(ins->args[i], std::array{static_cast<int>(s), -1});
+        if (!added && it->second[0] != static_cast<int>(s) && it->second[1] < 0) {
+          it->second[1] = static_cast<int>(s);
+        }
       }
     }
-    any_arg = any_arg || !stage_args[s].empty();
   }
-  if (!any_arg) {
+  if (globals.empty() && declaring.empty()) {
     return; // a name is only out of scope when some ARG somewhere declares it
   }
+  std::optional<NameSet> known; // built for the first name not declared in its stage
 
-  // (stage name, ENV names), later stages of the same name replacing earlier ones.
-  std::vector<std::pair<std::string, NameList>> env_by_stage_name;
+  // ENV names by stage name, a later stage of the same name replacing an earlier one.
+  std::unordered_map<std::string, NameSet> env_by_stage_name;
   std::vector<std::string> names;
+  std::unordered_set<std::string> seen;
   for (std::size_t s = 0; s < stages.size(); ++s) {
-    NameList declared;
-    NameList env;
+    NameSet declared;
+    NameSet env;
     const auto& from = *stages[s].front();
     if (!from.args.empty()) {
-      auto base = lower(from.args[0]);
-      for (const auto& [name, stage_env] : env_by_stage_name) {
-        if (name == base) {
-          env = stage_env;
-        }
+      if (auto base = env_by_stage_name.find(lower(from.args[0]));
+          base != env_by_stage_name.end()) {
+        env = base->second;
       }
     }
     for (const auto* ins : stages[s]) {
       if (keyword_is(*ins, "from") || is_runtime_only(*ins)) {
         continue;
       }
-      used_names(*ins, ctx.dockerfile.escape, names);
+      used_names(*ins, ctx.dockerfile.escape, names, seen);
+      std::optional<ReferenceColumns> references; // read at the instruction's first finding
       for (const auto& name : names) {
-        if (has(declared, name) || has(env, name) ||
-            std::find(options.known_names.begin(), options.known_names.end(), name) !=
-                options.known_names.end()) {
+        if (declared.contains(name) || env.contains(name)) {
+          continue;
+        }
+        if (!known) {
+          known.emplace();
+          for (const auto& k : options.known_names) {
+            known->insert(k);
+          }
+        }
+        if (known->contains(name)) {
           continue;
         }
         std::string where;
-        if (has(globals, name)) {
+        if (globals.contains(name)) {
           where = "before the first FROM";
-        } else {
-          for (std::size_t other = 0; other < stages.size(); ++other) {
-            if (other != s && has(stage_args[other], name)) {
-              where = fmt::format("in stage {}", other);
-              break;
-            }
+        } else if (auto d = declaring.find(name); d != declaring.end()) {
+          int other = d->second[0] != static_cast<int>(s) ? d->second[0] : d->second[1];
+          if (other >= 0) {
+            where = fmt::format("in stage {}", other);
           }
         }
         if (where.empty()) {
           continue;
         }
-        auto finding = make_finding(ctx, *ins, "${" + name, "", "");
-        std::string needle = finding.column != ins->start.column ? "${" + name : "$" + name;
+        if (!references) {
+          references.emplace(ctx.start_line(*ins));
+        }
         out.push_back(
-            make_finding(ctx, *ins, needle, "arg-scope",
+            make_finding(ctx, *ins, references->column(name), "arg-scope",
                          fmt::format("{} is declared by ARG only {}, so here it expands empty; add "
                                      "`ARG {}` to this stage before its use",
                                      name, where, name)));
@@ -162,14 +178,7 @@ void check_arg_scope(const LintContext& ctx, std::vector<LintFinding>& out) {
       }
     }
     if (from.args.size() == 3) {
-      auto name = lower(from.args[2]);
-      auto it = std::find_if(env_by_stage_name.begin(), env_by_stage_name.end(),
-                             [&](const auto& entry) { return entry.first == name; });
-      if (it != env_by_stage_name.end()) {
-        it->second = env;
-      } else {
-        env_by_stage_name.emplace_back(std::move(name), env);
-      }
+      env_by_stage_name[lower(from.args[2])] = std::move(env);
     }
   }
 }

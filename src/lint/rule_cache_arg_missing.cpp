@@ -65,11 +65,10 @@ void check_cache_arg_missing(const LintContext& ctx, std::vector<LintFinding>& o
           continue;
         }
         out.push_back(make_finding(
-            ctx, *ins, "--mount", "cache-arg-missing",
+            ctx, *ins, flag.pos.line == ins->start.line ? flag.pos.column : 0, "cache-arg-missing",
             fmt::format("RUN mounts the compile cache at {} but this stage does not declare "
                         "`ARG {}`, so the compiler cache runs local-only; add the ARG",
-                        target, options.cache_endpoint_arg),
-            flag.pos.line == ins->start.line ? flag.pos.column : 1));
+                        target, options.cache_endpoint_arg)));
       }
     }
   }

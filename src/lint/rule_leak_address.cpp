@@ -26,10 +26,18 @@ void check_leak_address(const LintContext& ctx, std::vector<LintFinding>& out) {
       // Quotes and escapes removed; references expand empty, since a default's literal text
       // is what leaks.
       auto value = expand_words(ins.args[i + 1], {}, escape).value;
-      for (const auto& address : host_addresses(name, value)) {
+      auto addresses = host_addresses(name, value);
+      if (addresses.empty()) {
+        continue;
+      }
+      // Each address in the value as written, in order: the next one is looked for after it.
+      int from = arg_column(ins, i + 1);
+      LineSearch search(ctx.start_line(ins), from,
+                        from > 0 ? from + static_cast<int>(ins.args[i + 1].size()) : 0);
+      for (const auto& address : addresses) {
         auto kind = refused_address_kind(address).value_or("private");
         out.push_back(make_finding(
-            ctx, ins, address, "leak-address",
+            ctx, ins, search.find(address), "leak-address",
             fmt::format("{} {} points at {}, a {} address of the build network that no "
                         "consumer can reach; pass it with --build-arg or a build secret instead",
                         is_env ? "ENV" : "ARG default", name, address, kind)));

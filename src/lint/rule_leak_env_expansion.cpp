@@ -1,3 +1,5 @@
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "gates/image_env.h"
@@ -12,6 +14,7 @@ void check_leak_env_expansion(const LintContext& ctx, std::vector<LintFinding>& 
     if (!keyword_is(ins, "env")) {
       continue;
     }
+    std::optional<ReferenceColumns> references; // read at the instruction's first finding
     for (std::size_t i = 0; i + 1 < ins.args.size(); i += 2) {
       const auto& name = ins.args[i];
       // Only `$` references a variable: a value without one copies nothing. Tested first, as
@@ -29,10 +32,11 @@ void check_leak_env_expansion(const LintContext& ctx, std::vector<LintFinding>& 
         if (!pattern || used == name) {
           continue;
         }
-        auto braced = make_finding(ctx, ins, "${" + used, "", "");
-        std::string needle = braced.column != ins.start.column ? "${" + used : "$" + used;
+        if (!references) {
+          references.emplace(ctx.start_line(ins));
+        }
         out.push_back(make_finding(
-            ctx, ins, needle, "leak-env-expansion",
+            ctx, ins, references->column(used), "leak-env-expansion",
             fmt::format("ENV {} copies {} (a build-host setting, matches {}) into the image "
                         "under another name; use the ARG in RUN only, never in ENV",
                         name, used, *pattern)));

@@ -19,12 +19,11 @@ void check_leak_env_name(const LintContext& ctx, std::vector<LintFinding>& out) 
         continue;
       }
       out.push_back(make_finding(
-          ctx, ins, name, "leak-env-name",
+          ctx, ins, arg_column(ins, i), "leak-env-name",
           fmt::format("{} is a build-host setting (matches {}): the image would point every "
                       "consumer at the builder's cache or credentials; pass it as an ARG or a "
                       "build secret (RUN --mount=type=secret), never ENV",
-                      name, *pattern),
-          ins.start.column + static_cast<int>(ins.keyword.size())));
+                      name, *pattern)));
     }
   }
 }

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -57,7 +58,8 @@ void check_whole_dir_mount(const LintContext& ctx, std::vector<LintFinding>& out
   };
   for (const auto& ins : ctx.dockerfile.instructions) {
     if (keyword_is(ins, "run")) {
-      for (const auto& flag : ins.flags) {
+      for (std::size_t i = 0; i < ins.flags.size(); ++i) {
+        const auto& flag = ins.flags[i];
         if (flag.name != "mount") {
           continue;
         }
@@ -68,30 +70,35 @@ void check_whole_dir_mount(const LintContext& ctx, std::vector<LintFinding>& out
         if (source.empty() || !listed(source)) {
           continue;
         }
-        int from = flag.pos.line == ins.start.line ? flag.pos.column : 1;
-        auto key = make_finding(ctx, ins, "source=" + source, "", "", from);
-        bool long_key = key.column != ins.start.column;
-        auto needle = (long_key ? "source=" : "src=") + source;
-        auto f = make_finding(ctx, ins, needle, "whole-dir-mount", message(source), from);
-        if (f.column != ins.start.column) {
-          f.column += static_cast<int>(needle.size() - source.size());
+        // Looked for in this flag's own text: from it to the next flag on the line.
+        int from = flag.pos.line == ins.start.line ? flag.pos.column : 0;
+        int to = i + 1 < ins.flags.size() && ins.flags[i + 1].pos.line == ins.start.line
+                     ? ins.flags[i + 1].pos.column
+                     : 0;
+        auto line = ctx.start_line(ins);
+        int column = 0;
+        for (std::string_view key : {"source=", "src="}) {
+          if (int at = LineSearch(line, from, to).find(std::string(key) + source); at > 0) {
+            column = at + static_cast<int>(key.size());
+            break;
+          }
         }
-        out.push_back(std::move(f));
+        out.push_back(make_finding(ctx, ins, column, "whole-dir-mount", message(source)));
       }
     } else if (keyword_is(ins, "copy") && ins.heredocs.empty()) {
       auto words = ins.json_form ? ins.args : split_blank(ins.args.empty() ? "" : ins.args[0]);
+      // Past the flags, so `--from=ci` does not match a source named `ci`; each source after
+      // the one before it.
+      std::optional<LineSearch> search;
       for (std::size_t i = 0; i + 1 < words.size(); ++i) {
         if (!listed(words[i])) {
           continue;
         }
-        // Past the flags, so `--from=ci` does not match a source named `ci`.
-        int from = ins.start.column + static_cast<int>(ins.keyword.size());
-        for (const auto& flag : ins.flags) {
-          if (flag.pos.line == ins.start.line) {
-            from = std::max(from, flag.pos.column + 2 + static_cast<int>(flag.name.size()));
-          }
+        if (!search) {
+          search.emplace(ctx.start_line(ins), arg_column(ins, 0));
         }
-        out.push_back(make_finding(ctx, ins, words[i], "whole-dir-mount", message(words[i]), from));
+        out.push_back(
+            make_finding(ctx, ins, search->find(words[i]), "whole-dir-mount", message(words[i])));
       }
     }
   }

@@ -109,6 +109,56 @@ TEST(Cli, DryRunPrintsTheExactEngineCommandsWithOnlyDeclaredPins) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "records")) << "a dry run records nothing";
 }
 
+TEST(Cli, AHeredocMarkerInALabelDoesNotDropTheNextArgsPin) {
+  // `<<EOF` in a LABEL value is text, not a heredoc: the ARG after it is declared, and the
+  // versions file's pin for it reaches the engine.
+  ChainDir dir;
+  dir.write("Dockerfile", "FROM scratch\n"
+                          "LABEL usage=\"pipe a script in with <<EOF\"\n"
+                          "ARG VERSION\n"
+                          "RUN [\"/bin/true\"]\n");
+  dir.write("versions.env", "VERSION=1.2.3\n");
+  dir.write("chain.toml", "[chain]\nname = \"label\"\nversions = \"versions.env\"\n"
+                          "[[stage]]\nname = \"app\"\ndockerfile = \"Dockerfile\"\n");
+  KilnResult result = dir.kiln({"run", "chain.toml", "--dry-run"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find(" --build-arg VERSION=1.2.3 "), std::string::npos) << result.output;
+}
+
+TEST(Cli, ADockerfileThatDoesNotParseStopsTheRunAtItsPosition) {
+  ChainDir dir;
+  dir.write("Dockerfile", "FROM scratch\nRUNN true\n");
+  dir.write("chain.toml", "[chain]\nname = \"t\"\n[[stage]]\nname = \"a\"\n"
+                          "dockerfile = \"Dockerfile\"\n");
+  KilnResult result = dir.kiln({"run", "chain.toml", "--dry-run"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find((dir.path() / "Dockerfile").string() +
+                               ":2:1: error: the Dockerfile does not parse: unknown "
+                               "instruction: RUNN\n  RUNN true\n  ^\n"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("nothing was built"), std::string::npos) << result.output;
+}
+
+TEST(Cli, SubstitutionsNestedTooDeepStopTheRunInsteadOfCrashingIt) {
+  // 25,000 nested `${A:-` overflowed the stack of the expander the run's stage scopes use.
+  ChainDir dir;
+  std::string value;
+  for (int i = 0; i < 25'000; ++i) {
+    value += "${A:-";
+  }
+  value += "x" + std::string(25'000, '}');
+  dir.write("Dockerfile", "FROM scratch\nENV A=" + value + "\n");
+  dir.write("chain.toml", "[chain]\nname = \"t\"\n[[stage]]\nname = \"a\"\n"
+                          "dockerfile = \"Dockerfile\"\n");
+  KilnResult result = dir.kiln({"run", "chain.toml", "--dry-run"});
+  EXPECT_EQ(result.exit_code, 2) << result.output.substr(0, 2000);
+  EXPECT_NE(result.output.find("Dockerfile:2:327: error: the Dockerfile does not parse: variable "
+                               "substitutions nest deeper than 64 levels"),
+            std::string::npos)
+      << result.output.substr(0, 2000);
+}
+
 TEST(Cli, CommandLineBuildArgOverridesThePin) {
   ChainDir dir;
   dir.copy_demo();

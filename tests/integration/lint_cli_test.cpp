@@ -66,5 +66,41 @@ TEST(LintCli, AParseErrorOrAMissingFileIsExitTwo) {
       << missing.output;
 }
 
+TEST(LintCli, SarifOfBytesThatAreNotUtf8IsValidJson) {
+  // One 0x81 byte used to abort `--format sarif` (exit 134) in nlohmann's strict dump.
+  ChainDir dir;
+  dir.write("odd.Dockerfile", "FROM scratch\n\x81\n");
+  KilnResult sarif = dir.kiln({"lint", "--format", "sarif", "odd.Dockerfile"});
+  EXPECT_EQ(sarif.exit_code, 2) << sarif.output;
+  auto doc = nlohmann::json::parse(sarif.output, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << sarif.output;
+  const auto& result = doc["runs"][0]["results"][0];
+  EXPECT_EQ(result["ruleId"], "parse-error");
+  EXPECT_EQ(result["message"]["text"], "unknown instruction: \xEF\xBF\xBD");
+  // The terminal is shown the byte, not sent it.
+  KilnResult tty = dir.kiln({"lint", "odd.Dockerfile"});
+  EXPECT_EQ(tty.exit_code, 2);
+  EXPECT_NE(tty.output.find("odd.Dockerfile:2:1: parse-error: unknown instruction: \\x81\n"
+                            "  \\x81\n  ^\n"),
+            std::string::npos)
+      << tty.output;
+}
+
+TEST(LintCli, SubstitutionsNestedTooDeepAreAParseErrorNotACrash) {
+  ChainDir dir;
+  std::string value;
+  for (int i = 0; i < 25'000; ++i) {
+    value += "${A:-";
+  }
+  value += "x" + std::string(25'000, '}');
+  dir.write("deep.Dockerfile", "FROM scratch\nENV A=" + value + "\n");
+  KilnResult result = dir.kiln({"lint", "deep.Dockerfile"});
+  EXPECT_EQ(result.exit_code, 2) << result.output.substr(0, 2000);
+  EXPECT_NE(result.output.find("deep.Dockerfile:2:327: parse-error: variable substitutions nest "
+                               "deeper than 64 levels"),
+            std::string::npos)
+      << result.output.substr(0, 2000);
+}
+
 } // namespace
 } // namespace kiln::testing

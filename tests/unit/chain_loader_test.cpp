@@ -9,6 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include "chain/plan.h"
+#include "dockerfile/source.h"
+#include "lint/lint.h"
+
 namespace kiln {
 namespace {
 
@@ -122,6 +126,53 @@ TEST(LoadChain, ReadsEveryField) {
   EXPECT_EQ(app.secrets[1].id, "netrc");
   EXPECT_EQ(app.secrets[1].env, "");
   EXPECT_EQ(app.secrets[1].file, dir / "secrets" / "netrc");
+}
+
+TEST(LoadChain, AHeredocMarkerInALabelHidesNoArgFromTheVersionsPins) {
+  // `<<EOF` inside a LABEL value is text: the ARG after it is declared, so its pin is passed.
+  auto chain = load_chain(chain_file("label_heredoc"));
+  ASSERT_TRUE(chain) << describe(chain.error());
+  const Stage& app = chain->stages[0];
+  EXPECT_EQ(app.declared_args, (std::vector<std::string>{"VERSION"}));
+  EXPECT_EQ(stage_build_args(*chain, app, {}), (KeyValues{{"VERSION", "1.2.3"}}));
+}
+
+TEST(LoadChain, KeepsEachDockerfileParsedOnceOnItsStages) {
+  auto chain = load_chain(chain_file("cache_valid"));
+  ASSERT_TRUE(chain) << describe(chain.error());
+  ASSERT_GE(chain->stages.size(), 2u);
+  const Stage& first = chain->stages[0];
+  ASSERT_NE(first.dockerfile_source, nullptr);
+  EXPECT_EQ(first.dockerfile_source->path, first.dockerfile);
+  EXPECT_FALSE(first.dockerfile_source->parsed.instructions.empty());
+  for (const auto& stage : chain->stages) {
+    if (stage.dockerfile == first.dockerfile) {
+      EXPECT_EQ(stage.dockerfile_source, first.dockerfile_source) << stage.name;
+    }
+  }
+}
+
+TEST(LoadChain, ADockerfileThatDoesNotParseIsALoadErrorAtItsPosition) {
+  Diagnostics errors = load_errors("dockerfile_parse_error");
+  // Two stages build from the file: its error is reported once.
+  ASSERT_EQ(errors.size(), 1u) << describe(errors);
+  std::string dockerfile = (k_chains / "dockerfile_parse_error" / "Dockerfile").string();
+  expect_diagnostic(
+      errors, dockerfile, 3, 3, "the Dockerfile does not parse: unknown instruction: COPPY",
+      "stage 'one' builds from this file (" + chain_file("dockerfile_parse_error") + ":6)");
+}
+
+TEST(LoadChain, AnEmptyCacheTargetListIsNoTargetNotTheDefaults) {
+  auto none = load_chain(chain_file("gates_no_cache_targets"));
+  ASSERT_TRUE(none) << describe(none.error());
+  ASSERT_TRUE(none->gates.cache_mount_targets.has_value());
+  EXPECT_TRUE(none->gates.cache_mount_targets->empty());
+  EXPECT_TRUE(lint_options(none->gates).cache_targets.empty());
+
+  auto unset = load_chain(chain_file("minimal"));
+  ASSERT_TRUE(unset) << describe(unset.error());
+  EXPECT_FALSE(unset->gates.cache_mount_targets.has_value());
+  EXPECT_EQ(lint_options(unset->gates).cache_targets, LintOptions{}.cache_targets);
 }
 
 TEST(LoadChain, FillsDefaults) {

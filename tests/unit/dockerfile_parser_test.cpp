@@ -5,6 +5,10 @@
 #include <fstream>
 #include <sstream>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -245,6 +249,121 @@ TEST(DockerfileParserScopes, EmptyDefaultOverridesGlobal) {
   auto stages = scopes("ARG V=1\nFROM a\nARG V=\nENV OUT=[$V]\n");
   ASSERT_EQ(stages.size(), 1u);
   EXPECT_EQ(stages[0].env.at("OUT"), "[]");
+}
+
+TEST(DockerfileParserScopes, AllPairsOfOneEnvSeeTheVariablesFromBeforeIt) {
+  auto stages = scopes("FROM a\nENV A=1\nENV A=2 B=$A\nENV C=$A\n");
+  ASSERT_EQ(stages.size(), 1u);
+  EXPECT_EQ(stages[0].env.at("B"), "1");
+  EXPECT_EQ(stages[0].env.at("C"), "2");
+}
+
+std::string nested(int depth) {
+  std::string text;
+  for (int i = 0; i < depth; ++i) {
+    text += "${A:-";
+  }
+  text += "x";
+  text.append(static_cast<std::size_t>(depth), '}');
+  return text;
+}
+
+TEST(DockerfileParser, SubstitutionsNestedTooDeepAreAParseErrorAtTheFirstTooDeep) {
+  // 25,000 levels (150 KB) overflowed the stack of the recursive expander.
+  auto df = parse_dockerfile("FROM scratch\nENV A=" + nested(25'000) + "\n");
+  ASSERT_FALSE(df);
+  EXPECT_EQ(df.error().pos.line, 2);
+  // `ENV A=` is 6 columns, each level 5: the `${` one level past the limit.
+  EXPECT_EQ(df.error().pos.column, 7 + 5 * k_max_substitution_depth);
+  EXPECT_NE(df.error().message.find("nest deeper than 64"), std::string::npos)
+      << df.error().message;
+
+  auto flag =
+      parse_dockerfile("FROM scratch\nRUN --mount=type=cache,target=" + nested(1'000) + " make\n");
+  ASSERT_FALSE(flag);
+  EXPECT_EQ(flag.error().pos.line, 2);
+  EXPECT_EQ(flag.error().pos.column, 5);
+}
+
+TEST(DockerfileParser, SubstitutionsAtTheDepthLimitParse) {
+  auto df = parse_dockerfile("FROM scratch\nENV A=" + nested(k_max_substitution_depth) + "\n");
+  ASSERT_TRUE(df) << df.error().message;
+  auto stages = stage_scopes(*df, {});
+  EXPECT_EQ(stages.at(0).env.at("A"), "x");
+  // A shell script is the shell's to expand, however deep: kiln does not.
+  EXPECT_TRUE(parse_dockerfile("FROM scratch\nRUN echo " + nested(1'000) + "\n"));
+}
+
+TEST(DockerfileParserExpand, NestingPastTheLimitIsKeptLiterallyNotRecursedInto) {
+  std::string deep = nested(25'000);
+  auto result = expand_words(deep, {}, '\\');
+  EXPECT_EQ(result.value, deep);
+  EXPECT_EQ(result.unset, Names{});
+}
+
+TEST(DockerfileParser, ArgumentsKnowWhereTheyStart) {
+  auto df = parse_dockerfile("FROM alpine AS b\n"
+                             "ENV  A=1 \\\n"
+                             "   B=\"x y\"\n"
+                             "COPY --from=b src /dst\n"
+                             "ARG N\n");
+  ASSERT_TRUE(df) << df.error().message;
+  auto at = [](const Instruction& ins) {
+    std::vector<std::pair<int, int>> out;
+    for (const auto& pos : ins.arg_pos) {
+      out.emplace_back(pos.line, pos.column);
+    }
+    return out;
+  };
+  using Places = std::vector<std::pair<int, int>>;
+  EXPECT_EQ(at(df->instructions[0]), (Places{{1, 6}, {1, 13}, {1, 16}}));
+  EXPECT_EQ(at(df->instructions[1]), (Places{{2, 6}, {2, 8}, {3, 4}, {3, 6}}));
+  EXPECT_EQ(at(df->instructions[2]), (Places{{4, 15}}));
+  EXPECT_EQ(at(df->instructions[3]), (Places{{5, 5}, {5, 6}}));
+  EXPECT_EQ(df->instructions[1].line_offset, 17u);
+}
+
+TEST(DockerfileParser, AnInstructionOpenedByALoneEscapeStartsOnItsKeywordsLine) {
+  // Found by fuzzing: the offset pointed at the `\` line while the start was the keyword's.
+  std::string text = "FROM a\n\\\n\nRUN true\n";
+  auto df = parse_dockerfile(text);
+  ASSERT_TRUE(df) << df.error().message;
+  const auto& run = df->instructions.at(1);
+  EXPECT_EQ(run.start.line, 4);
+  EXPECT_EQ(run.start.column, 1);
+  EXPECT_EQ(run.line_offset, text.find("RUN"));
+}
+
+// A child process with its address space capped near what it already uses: the parse must fit
+// in a small multiple of the text. Reserving a whole Instruction per input line up front made
+// 130 MB of blank lines fail with bad_alloc.
+TEST(DockerfileParser, MemoryFollowsTheContentNotTheLineCount) {
+  std::string text(std::size_t{64} << 20, '\n');
+  text += "FROM scratch\n";
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::size_t used_kb = 0;
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("VmSize:", 0) == 0) {
+        used_kb = std::stoul(line.substr(7));
+      }
+    }
+    rlim_t cap = (used_kb << 10) + (rlim_t{256} << 20);
+    rlimit limit{cap, cap};
+    setrlimit(RLIMIT_AS, &limit);
+    try {
+      auto df = parse_dockerfile(text);
+      _exit(df && df->instructions.size() == 1 ? 0 : 1);
+    } catch (const std::bad_alloc&) {
+      _exit(3);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: wrong parse, 3: out of memory";
 }
 
 // JSON arguments of plain ASCII strings are read without nlohmann; whatever that fast path

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lint/rules.h"
+#include "util/diagnostic.h"
 
 namespace kiln {
 namespace {
@@ -210,6 +211,82 @@ TEST(LintRender, JsonReplacesBytesThatAreNotUtf8) {
   auto json = nlohmann::json::parse(render_json({r}));
   EXPECT_EQ(json[0]["file"], "bad\xEF\xBF\xBD\xEF\xBF\xBD(.Dockerfile");
   EXPECT_EQ(json[0]["message"], "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD x");
+}
+
+TEST(LintRender, SarifReplacesBytesThatAreNotUtf8AsJsonDoes) {
+  // One byte 0x81 in a quoted word made nlohmann's strict dump throw and kiln abort.
+  LintResult r;
+  r.findings.push_back({"bad\xFF\xC3(.Dockerfile", 1, 1, "leak-env-name", "\xED\xA0\x80 x\x81"});
+  auto broken = lint_dockerfile("b.Dockerfile", "FROM scratch\n\x81\n", test_options());
+  ASSERT_TRUE(broken.parse_error);
+  auto sarif = nlohmann::json::parse(render_sarif({r, broken}));
+  auto json = nlohmann::json::parse(render_json({r, broken}));
+  const auto& results = sarif["runs"][0]["results"];
+  ASSERT_EQ(results.size(), 2U);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(results[i]["message"]["text"], json[i]["message"]);
+    EXPECT_EQ(results[i]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+              json[i]["file"]);
+  }
+  EXPECT_EQ(results[1]["message"]["text"], "unknown instruction: \xEF\xBF\xBD");
+}
+
+TEST(LintRender, TtyClipsALongLineAroundTheCaretAndEscapesWhatATerminalWouldRun) {
+  LintOptions options = test_options();
+  options.extra_names = {"EVIL*"};
+  std::string text = "FROM scratch\nENV";
+  for (int i = 0; i < 300; ++i) {
+    text += " X" + std::to_string(i) + "=\x1b[1m";
+  }
+  text += " EVIL\x1b[2J=1\n";
+  auto result = lint_dockerfile("x.Dockerfile", text, options);
+  ASSERT_EQ(result.findings.size(), 1U);
+  auto out = render_tty(result, text);
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+  EXPECT_NE(out.find("leak-env-name: EVIL\\x1B[2J is a build-host setting"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("\n  ...[1m X286=\\x1B[1m X287="), std::string::npos) << out;
+  std::size_t widest = 0;
+  for (std::size_t begin = out.find('\n') + 1; begin < out.size();) {
+    std::size_t end = out.find('\n', begin);
+    widest = std::max(widest, end - begin);
+    begin = end + 1;
+  }
+  EXPECT_LE(widest, k_excerpt_columns + 10) << out;
+  // The caret stands under the finding's column in the clipped line.
+  std::size_t line = out.find("\n  ...") + 1;
+  std::size_t caret_line = out.find('\n', line) + 1;
+  std::size_t caret = out.find('^', caret_line) - caret_line;
+  EXPECT_EQ(out.substr(line + caret, 4), "EVIL");
+}
+
+TEST(LintCacheTargets, CcachesDefaultFoldersAreCompileCacheTargets) {
+  // ccache 4 writes to $XDG_CACHE_HOME/ccache, ~/.cache/ccache while XDG_CACHE_HOME is unset,
+  // or the legacy ~/.ccache: each a compile cache mount that needs the endpoint ARG.
+  for (std::string target : {"/root/.cache/ccache", "/root/.cache/ccache/", "/root/.ccache",
+                             "/root/.cache/sccache", "/var/cache/ccache"}) {
+    auto result = lint_dockerfile(
+        "x", "FROM alpine\nRUN --mount=type=cache,target=" + target + " make\n", LintOptions{});
+    EXPECT_EQ(positions(result), (std::vector<Expected>{{"cache-arg-missing", 2, 5}})) << target;
+  }
+}
+
+TEST(LintCacheTargets, AChainsEmptyListMeansNoTarget) {
+  GateSettings gates;
+  gates.cache_mount_targets = std::vector<std::string>{};
+  auto result =
+      lint_dockerfile("x", "FROM alpine\nRUN --mount=type=cache,target=/root/.cache/sccache make\n",
+                      lint_options(gates));
+  EXPECT_EQ(positions(result), std::vector<Expected>{});
+  gates.cache_mount_targets = std::vector<std::string>{"/cache"};
+  result = lint_dockerfile("x", "FROM alpine\nRUN --mount=type=cache,target=/cache make\n",
+                           lint_options(gates));
+  EXPECT_EQ(positions(result), (std::vector<Expected>{{"cache-arg-missing", 2, 5}}));
+}
+
+TEST(LintPositions, AFindingAfterALoneEscapeIsOnTheKeywordsLine) {
+  auto result = lint_dockerfile("x", "FROM alpine\n\\\n\nENV A=http://10.0.0.1/\n", test_options());
+  EXPECT_EQ(positions(result), (std::vector<Expected>{{"leak-address", 4, 14}}));
 }
 
 // BuildKit reads mount keys ignoring case, and a repeated key's last value wins.

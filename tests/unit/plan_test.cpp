@@ -1,6 +1,10 @@
 #include "chain/plan.h"
 
+#include <memory>
+
 #include <gtest/gtest.h>
+
+#include "dockerfile/source.h"
 
 namespace kiln {
 namespace {
@@ -46,14 +50,16 @@ TEST(RunOrder, TakesTheFirstReadyStageEachTime) {
 }
 
 TEST(UniqueDockerfiles, EachFileOnceInStageOrder) {
+  auto app = std::make_shared<const DockerfileSource>();
+  auto base = std::make_shared<const DockerfileSource>();
   std::vector<Stage> stages = {stage("build"), stage("test"), stage("base")};
-  stages[0].dockerfile = "/c/app.Dockerfile";
-  stages[1].dockerfile = "/c/app.Dockerfile"; // another target of the same file
-  stages[2].dockerfile = "/c/base.Dockerfile";
+  stages[0].dockerfile_source = app;
+  stages[1].dockerfile_source = app; // another target of the same file
+  stages[2].dockerfile_source = base;
   Chain chain = chain_of(std::move(stages));
   std::vector<const Stage*> order = {&chain.stages[2], &chain.stages[0], &chain.stages[1]};
   EXPECT_EQ(unique_dockerfiles(order),
-            (std::vector<std::filesystem::path>{"/c/base.Dockerfile", "/c/app.Dockerfile"}));
+            (std::vector<const DockerfileSource*>{base.get(), app.get()}));
 }
 
 TEST(RunOrder, PointsIntoTheChain) {

@@ -1,0 +1,60 @@
+// Lint on any text, rendered every way kiln renders it: a finding must point into the file,
+// the terminal text must hold no byte a terminal would act on, and JSON and SARIF must be
+// valid JSON whatever bytes the file holds.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "lint/lint.h"
+
+namespace {
+
+// An invariant that broke: said on stderr, then the abort libFuzzer keeps the input for.
+#define FUZZ_CHECK(ok) check_that((ok), #ok)
+
+void check_that(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "broken: %s\n", what);
+    std::abort();
+  }
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace kiln;
+  static const LintOptions options = [] {
+    LintOptions o;
+    o.extra_names = {"EVIL*", "MYCORP_CACHE"};
+    o.per_file_dirs = {"ci/scripts", "./conf/"};
+    return o;
+  }();
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  LintResult result = lint_dockerfile("fuzz.Dockerfile", text, options);
+  auto lines = static_cast<int>(std::count(text.begin(), text.end(), '\n')) + 1;
+  for (const auto& f : result.findings) {
+    FUZZ_CHECK(f.line >= 1 && f.line <= lines && f.column >= 1 && !f.rule.empty() &&
+               !f.message.empty());
+  }
+  FUZZ_CHECK(lint_exit_code({result}) == (result.parse_error        ? 2
+                                          : result.findings.empty() ? 0
+                                                                    : 1));
+
+  std::string tty = render_tty(result, text);
+  for (char c : tty) {
+    auto byte = static_cast<unsigned char>(c);
+    FUZZ_CHECK(byte >= 0x20 || c == '\n' || c == '\t');
+    FUZZ_CHECK(byte != 0x7F);
+  }
+  auto json = nlohmann::json::parse(render_json({result}), nullptr, false);
+  FUZZ_CHECK(!json.is_discarded() &&
+             json.size() == result.findings.size() + (result.parse_error ? 1 : 0));
+  auto sarif = nlohmann::json::parse(render_sarif({result}), nullptr, false);
+  FUZZ_CHECK(!sarif.is_discarded());
+  return 0;
+}
