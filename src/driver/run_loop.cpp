@@ -19,6 +19,7 @@
 #include "driver/compile_fallback.h"
 #include "driver/compile_floor.h"
 #include "driver/crash.h"
+#include "driver/engine_version.h"
 #include "driver/image_gates.h"
 #include "driver/kiln_tools.h"
 #include "driver/records.h"
@@ -982,13 +983,13 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     return k_exit_ok;
   }
 
-  auto version = engine.version();
+  auto version = engine_version(engine, chain.records);
   std::vector<std::string> version_warnings;
   if (!version) {
     problems.push_back(error_line(version.error()));
   } else {
-    version_warnings = engine.version_warnings(requests, *version);
-    for (auto& problem : engine.unsupported(requests, *version)) {
+    version_warnings = engine.version_warnings(requests, version->text);
+    for (auto& problem : engine.unsupported(requests, version->text)) {
       problems.push_back(error_line(problem));
     }
     auto outside = check_outside_needs(stages, requests, engine);
@@ -1006,6 +1007,7 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   for (const auto& line : mark_abandoned_runs(chain.records)) {
     console.note(line);
   }
+  remember_engine_version(chain.records, *version);
   if (auto refreshed = refresh_kiln_tools(chain.records); !refreshed) {
     report({error_line(refreshed.error())}, errors);
     return k_exit_usage;
@@ -1022,12 +1024,17 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     console.note("warning: " + warning);
     folder->log("warning: " + warning);
   }
+  if (version->remembered) {
+    folder->log(fmt::format("engine version {}: as an earlier run asked it of the same programs "
+                            "and daemon ({}), so not asked again",
+                            version->text, (chain.records / "engine-version").string()));
+  }
   RunRecord record;
   record.run_id = folder->run_id();
   record.chain_name = chain.name;
   record.chain_file = chain.file.string();
   record.engine = engine.name();
-  record.engine_version = *version;
+  record.engine_version = version->text;
   record.host = host_name();
   record.pid = static_cast<int>(::getpid());
   record.started = utc_iso8601(now);

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
 #include <deque>
 
 #include <fmt/format.h>
 
 #include "engine/image_config.h"
+#include "util/fs.h"
 #include "util/strings.h"
 
 namespace kiln {
@@ -77,6 +79,13 @@ tl::expected<std::string, std::string> BuildahEngine::version() const {
     return std::string(text.substr(0, text.find(' ')));
   }
   return std::string(text);
+}
+
+std::string BuildahEngine::version_key() const {
+  const char* path = std::getenv("PATH");
+  std::string buildah = find_on_path("buildah", path != nullptr ? path : "");
+  std::string identity = buildah.empty() ? std::string() : file_identity(buildah);
+  return identity.empty() ? std::string() : "buildah " + buildah + " " + identity;
 }
 
 std::vector<std::string> BuildahEngine::build_argv(const BuildRequest& request) const {

@@ -12,6 +12,8 @@ public:
 
   std::string name() const override { return "buildah"; }
   tl::expected<std::string, std::string> version() const override;
+  /// buildah's file: its version is the program's.
+  std::string version_key() const override;
   std::vector<std::string> build_argv(const BuildRequest& request) const override;
   bool has_stage_image(const NamedContext& context) const override;
   std::string stage_image_place(const NamedContext& context) const override {

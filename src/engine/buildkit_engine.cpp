@@ -217,6 +217,29 @@ tl::expected<std::string, std::string> BuildkitEngine::version() const {
   return versions.text();
 }
 
+std::string BuildkitEngine::version_key() const {
+  constexpr std::string_view k_unix = "unix://";
+  std::string_view address = m_address.address;
+  if (address.empty()) {
+    address = "unix:///run/buildkit/buildkitd.sock"; // buildctl's default
+  }
+  if (!address.starts_with(k_unix)) {
+    return {};
+  }
+  std::string socket(address.substr(k_unix.size()));
+  const char* path = std::getenv("PATH");
+  std::string buildctl = find_on_path("buildctl", path != nullptr ? path : "");
+  if (buildctl.empty() || !unix_socket_listening(socket)) {
+    return {};
+  }
+  std::string client = file_identity(buildctl);
+  std::string daemon = file_identity(socket);
+  if (client.empty() || daemon.empty()) {
+    return {};
+  }
+  return fmt::format("buildctl {} {}; buildkitd {} {}", buildctl, client, socket, daemon);
+}
+
 std::vector<std::string> BuildkitEngine::unsupported(const std::vector<BuildRequest>& requests,
                                                      const std::string& version) const {
   return check_versions(requests, BuildkitVersions::parse(version)).problems;

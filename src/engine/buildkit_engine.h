@@ -77,6 +77,9 @@ public:
   std::string name() const override { return "buildkit"; }
   /// "buildkitd v0.11.6, buildctl v0.11.6", or why neither answers. Both are asked at once.
   tl::expected<std::string, std::string> version() const override;
+  /// buildctl's file and, for a local daemon that is listening, its socket file: a restarted
+  /// daemon binds a new one. A tcp:// daemon has none.
+  std::string version_key() const override;
   std::vector<std::string> unsupported(const std::vector<BuildRequest>& requests,
                                        const std::string& version) const override;
   std::vector<std::string> version_warnings(const std::vector<BuildRequest>& requests,

@@ -130,6 +130,12 @@ public:
   /// daemon not reachable) and what to do.
   virtual tl::expected<std::string, std::string> version() const = 0;
 
+  /// What identifies everything version() asks (the programs' files, a local daemon's
+  /// socket), such that the same key means the same answer; "" when nothing does, as for a
+  /// remote daemon, and then every run asks. The probes are a fair share of a fully cached
+  /// chain's time.
+  virtual std::string version_key() const { return {}; }
+
   /// Options in `requests` that the builder at `version` rejects, one message each.
   virtual std::vector<std::string> unsupported(const std::vector<BuildRequest>& requests,
                                                const std::string& version) const {

@@ -6,7 +6,9 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/statvfs.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 namespace kiln {
@@ -205,6 +207,37 @@ std::string find_on_path(std::string_view name, std::string_view path) {
     }
     path.remove_prefix(colon + 1);
   }
+}
+
+std::string file_identity(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return {};
+  }
+  auto ns = [](const timespec& t) {
+    return std::to_string(t.tv_sec) + "." + std::to_string(t.tv_nsec);
+  };
+  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + " " +
+         std::to_string(st.st_size) + " " + ns(st.st_mtim) + " " + ns(st.st_ctim);
+}
+
+bool unix_socket_listening(const std::filesystem::path& path) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string& text = path.native();
+  if (text.empty() || text.size() >= sizeof(address.sun_path)) {
+    return false;
+  }
+  std::memcpy(address.sun_path, text.data(), text.size());
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return false;
+  }
+  // A listener's backlog takes the connection at once; a socket file left by a dead daemon
+  // refuses it.
+  bool listening = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
+  ::close(fd);
+  return listening;
 }
 
 AppendFile::AppendFile(AppendFile&& other) noexcept

@@ -53,6 +53,13 @@ tl::expected<uint64_t, std::string> filesystem_device(const std::filesystem::pat
 /// folder, as a shell reads it), or "" when there is none.
 std::string find_on_path(std::string_view name, std::string_view path);
 
+/// Device, inode, size, modification and change times of `path` (followed), as one line that
+/// changes whenever the file is replaced or rewritten; "" when it cannot be read.
+std::string file_identity(const std::filesystem::path& path);
+
+/// Whether something listens on the Unix socket at `path`: a connect, closed at once.
+bool unix_socket_listening(const std::filesystem::path& path);
+
 /// A file that every write reaches at once (no user-space buffer): a log that survives the
 /// writer being killed. The first failed write (a full disk) latches: the file is cut there,
 /// later writes are dropped, and error() and cut_at() say what happened and where.

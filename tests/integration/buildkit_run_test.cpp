@@ -2,12 +2,16 @@
 // here, so `buildctl` is tests/fake_buildctl: it replays the recorded BuildKit v0.11.6 output
 // (tests/fixtures/buildkit-v0.11.6) and writes the OCI layouts, metadata and cache exports a
 // real build leaves, so the stage handoff between stages is real.
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <thread>
 
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -397,6 +401,82 @@ TEST(BuildkitRun, TheTwoVersionProbesRunAtOnce) {
   // And both answered before anything was built.
   EXPECT_LT(client["ended_ns"].get<int64_t>(), first_build);
   EXPECT_LT(daemon["ended_ns"].get<int64_t>(), first_build);
+}
+
+/// A Unix socket something listens on, as a local buildkitd's is (nothing answers on it).
+class ListeningSocket {
+public:
+  explicit ListeningSocket(const std::filesystem::path& path) {
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::string text = path.string();
+    EXPECT_LT(text.size(), sizeof(address.sun_path));
+    text.copy(address.sun_path, sizeof(address.sun_path) - 1);
+    m_fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_EQ(::bind(m_fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0)
+        << path;
+    EXPECT_EQ(::listen(m_fd, 16), 0);
+  }
+  ~ListeningSocket() { stop(); }
+  ListeningSocket(const ListeningSocket&) = delete;
+  ListeningSocket& operator=(const ListeningSocket&) = delete;
+
+  /// Stop listening and leave the socket file behind, as a killed daemon does.
+  void stop() {
+    if (m_fd >= 0) {
+      ::close(m_fd);
+      m_fd = -1;
+    }
+  }
+
+private:
+  int m_fd = -1;
+};
+
+TEST(BuildkitRun, VersionsAreAskedAgainOnlyWhenBuildctlOrTheDaemonSocketChanged) {
+  ChainDir dir;
+  write_work_chain(dir, "", "");
+  FakeBuildkit fake(dir);
+  std::filesystem::path socket = dir.path() / "bk.sock";
+  auto env = fake.env({{"BUILDKIT_HOST", "unix://" + socket.string()}});
+  // How many probes each run made: the log grows by one line per invocation.
+  size_t seen = 0;
+  auto probes_of_next_run = [&](const std::string& when) {
+    KilnResult run = dir.kiln({"run", "chain.toml"}, nullptr, env);
+    EXPECT_EQ(run.exit_code, 0) << when << "\n" << run.output;
+    std::vector<std::string> probes;
+    std::istringstream in(dir.read("buildctl.log"));
+    size_t line_number = 0;
+    for (std::string line; std::getline(in, line); ++line_number) {
+      json entry = json::parse(line);
+      if (line_number >= seen && entry["command"] != "build") {
+        probes.push_back(entry["command"]);
+      }
+    }
+    seen = line_number;
+    std::sort(probes.begin(), probes.end());
+    return probes;
+  };
+  const std::vector<std::string> both = {"--version", "debug info"};
+
+  auto daemon = std::make_unique<ListeningSocket>(socket);
+  EXPECT_EQ(probes_of_next_run("first run"), both);
+  EXPECT_EQ(probes_of_next_run("same buildctl, same daemon"), std::vector<std::string>{});
+  json manifest = json::parse(dir.read("records/latest/manifest.json"));
+  EXPECT_EQ(manifest["engine"]["version"], "buildkitd v0.11.6, buildctl v0.11.6");
+  EXPECT_NE(dir.read("records/latest/driver.log").find("so not asked again"), std::string::npos);
+
+  // A restarted daemon binds a new socket.
+  daemon.reset();
+  std::filesystem::remove(socket);
+  daemon = std::make_unique<ListeningSocket>(socket);
+  EXPECT_EQ(probes_of_next_run("daemon restarted"), both);
+  EXPECT_EQ(probes_of_next_run("same again"), std::vector<std::string>{});
+
+  // A dead daemon's socket file is still there, but nothing listens: asked, so that an
+  // unreachable daemon is reported as such before anything is built.
+  daemon->stop();
+  EXPECT_EQ(probes_of_next_run("daemon gone"), both);
 }
 
 } // namespace
