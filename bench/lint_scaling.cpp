@@ -9,68 +9,14 @@
 #include <string>
 
 #include <benchmark/benchmark.h>
-#include <fmt/format.h>
 
 #include "dockerfile/parser.h"
+#include "dockerfile_shapes.h"
 #include "lint/lint.h"
 
 namespace {
 
-std::string flag_on_every_continuation_line(int n) {
-  std::string text = "FROM scratch\nRUN \\\n";
-  for (int i = 0; i < n; ++i) {
-    text += "  --a=b \\\n";
-  }
-  return text + "  true\n";
-}
-
-std::string arg_lines(int n) {
-  std::string text = "FROM scratch\n";
-  for (int i = 0; i < n; ++i) {
-    text += fmt::format("ARG A{}\n", i);
-  }
-  return text + "RUN echo $A1\n";
-}
-
-// Every name declared in the first stage and used in the second: one finding each.
-std::string out_of_scope_references(int n) {
-  std::string args = "FROM scratch\nARG";
-  std::string run = "FROM scratch\nRUN echo";
-  for (int i = 0; i < n; ++i) {
-    args += fmt::format(" V{}", i);
-    run += fmt::format(" $V{}", i);
-  }
-  return args + "\n" + run + "\n";
-}
-
-std::string references_in_one_env_value(int n) {
-  std::string text = "FROM scratch\nENV X=";
-  for (int i = 0; i < n; ++i) {
-    text += fmt::format("$N{}", i);
-  }
-  return text + "\n";
-}
-
-std::string private_address(int i) {
-  return fmt::format("10.{}.{}.{}", i / 62500, i / 250 % 250, i % 250 + 1);
-}
-
-// One ENV line of n variables, each a URL on a private address: n findings on one line.
-std::string private_address_variables(int n) {
-  std::string text = "FROM scratch\nENV";
-  for (int i = 0; i < n; ++i) {
-    text += fmt::format(" A{}=http://{}/", i, private_address(i));
-  }
-  return text + "\n";
-}
-
-std::string addresses_in_one_value(int n) {
-  std::string text = "FROM scratch\nENV A=";
-  for (int i = 0; i < n; ++i) {
-    text += (i == 0 ? "" : ",") + private_address(i);
-  }
-  return text + "\n";
-}
+using namespace kiln::testing;
 
 void parse(benchmark::State& state, std::string (*make)(int)) {
   std::string text = make(static_cast<int>(state.range(0)));

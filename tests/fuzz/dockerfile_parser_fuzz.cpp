@@ -4,8 +4,6 @@
 // argument, instructions in file order, each starting on the line its offset says).
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string_view>
 
 #include "dockerfile/declared_args.h"
@@ -14,20 +12,7 @@
 #include "dockerfile/parents.h"
 #include "dockerfile/parser.h"
 #include "dockerfile/stage_names.h"
-
-namespace {
-
-// An invariant that broke: said on stderr, then the abort libFuzzer keeps the input for.
-#define FUZZ_CHECK(ok) check_that((ok), #ok)
-
-void check_that(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "broken: %s\n", what);
-    std::abort();
-  }
-}
-
-} // namespace
+#include "fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kiln;

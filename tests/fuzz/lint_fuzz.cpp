@@ -3,28 +3,13 @@
 // valid JSON whatever bytes the file holds.
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "fuzz_check.h"
 #include "lint/lint.h"
-
-namespace {
-
-// An invariant that broke: said on stderr, then the abort libFuzzer keeps the input for.
-#define FUZZ_CHECK(ok) check_that((ok), #ok)
-
-void check_that(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "broken: %s\n", what);
-    std::abort();
-  }
-}
-
-} // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kiln;

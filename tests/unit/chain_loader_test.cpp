@@ -292,6 +292,29 @@ TEST(LoadChain, WrongTypesAndRanges) {
   expect_diagnostic(errors, file, 23, 10, "'target' in [[stage]] must be a string, not an integer");
 }
 
+TEST(LoadChain, DurationsSizesAndCountsAreBoundedAtLoad) {
+  // Each used to be taken as written: a watch interval of 1e10 s spun the watchdog, a cooldown
+  // past 2.2e6 s overflowed an int of milliseconds.
+  Diagnostics errors = load_errors("out_of_range");
+  std::string file = chain_file("out_of_range");
+  EXPECT_EQ(errors.size(), 6u) << describe(errors);
+  expect_diagnostic(errors, file, 5, 12,
+                    "'attempts' in [defaults] is 10000000, more than the 1000000 allowed");
+  expect_diagnostic(errors, file, 6, 18,
+                    "'cooldown_max_s' in [defaults] is 2200000 seconds, more than the 86400 "
+                    "allowed",
+                    "write seconds");
+  expect_diagnostic(errors, file, 7, 19,
+                    "'stall_timeout_s' in [defaults] is 1e+300 seconds, more than the 2592000 "
+                    "allowed",
+                    "a duration longer than 30 days is a mistake");
+  expect_diagnostic(errors, file, 8, 13, "'timeout_s' in [defaults] must be a finite number");
+  expect_diagnostic(errors, file, 11, 11, "'need_gb' in [disk]");
+  expect_diagnostic(errors, file, 12, 20,
+                    "'watch_interval_s' in [disk] is 10000000000 seconds, more than the 86400 "
+                    "allowed");
+}
+
 TEST(LoadChain, CooldownMaxBelowCooldown) {
   Diagnostics errors = load_errors("cooldown_order");
   ASSERT_EQ(errors.size(), 1u) << describe(errors);

@@ -1,29 +1,16 @@
 // The parser and lint on inputs of the shapes that used to be quadratic, at sizes where a
 // quadratic step would take minutes: each must finish with the right answer. How their cost
-// grows is measured, not asserted here: bench/lint_scaling.cpp fits it.
+// grows is measured, not asserted here: bench/lint_scaling.cpp fits it on the same shapes.
 #include <string>
 
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "dockerfile/parser.h"
+#include "dockerfile_shapes.h"
 #include "lint/lint.h"
 
-namespace kiln {
+namespace kiln::testing {
 namespace {
-
-std::string private_address(int i) {
-  return fmt::format("10.{}.{}.{}", i / 62500, i / 250 % 250, i % 250 + 1);
-}
-
-// One ENV line of n variables, each a URL on a private address: n findings on one line.
-std::string private_address_variables(int n) {
-  std::string text = "FROM scratch\nENV";
-  for (int i = 0; i < n; ++i) {
-    text += fmt::format(" A{}=http://{}/", i, private_address(i));
-  }
-  return text + "\n";
-}
 
 LintResult lint(const std::string& text) {
   auto result = lint_dockerfile("Dockerfile", text, LintOptions{});
@@ -32,62 +19,36 @@ LintResult lint(const std::string& text) {
 }
 
 TEST(LintScaling, RunWithAFlagOnEveryContinuationLine) {
-  std::string text = "FROM scratch\nRUN \\\n";
-  for (int i = 0; i < 200'000; ++i) {
-    text += "  --a=b \\\n";
-  }
-  text += "  true\n";
-  auto df = parse_dockerfile(text);
+  auto df = parse_dockerfile(flag_on_every_continuation_line(200'000));
   ASSERT_TRUE(df);
   const auto& run = df->instructions.back();
-  ASSERT_FALSE(run.flags.empty());
+  ASSERT_EQ(run.flags.size(), 200'000u);
   EXPECT_EQ(run.flags.back().pos.line, run.end.line - 1);
 }
 
 TEST(LintScaling, ManyArgLines) {
-  std::string text = "FROM scratch\n";
-  for (int i = 0; i < 40'000; ++i) {
-    text += fmt::format("ARG A{}\n", i);
-  }
-  // The last is declared in the first stage only: the one finding, on the last line.
-  text += "RUN echo $A1\nFROM scratch AS second\nRUN echo $A39999\n";
-  auto result = lint(text);
+  auto result = lint(arg_lines(40'000));
   ASSERT_EQ(result.findings.size(), 1u);
   EXPECT_EQ(result.findings[0].line, 40'004);
 }
 
 TEST(LintScaling, ManyOutOfScopeReferencesInOneRun) {
-  // Every name is declared in the first stage and used in the second: one finding each.
-  std::string args = "FROM scratch\nARG";
-  std::string run = "FROM scratch\nRUN echo";
-  for (int i = 0; i < 20'000; ++i) {
-    args += fmt::format(" V{}", i);
-    run += fmt::format(" $V{}", i);
-  }
-  auto result = lint(args + "\n" + run + "\n");
-  EXPECT_EQ(result.findings.size(), 20'000u);
+  EXPECT_EQ(lint(out_of_scope_references(20'000)).findings.size(), 20'000u);
 }
 
 TEST(LintScaling, ManyReferencesInOneEnvValue) {
-  std::string text = "FROM scratch\nENV X=";
-  for (int i = 0; i < 40'000; ++i) {
-    text += fmt::format("$N{}", i);
-  }
+  std::string text = references_in_one_env_value(40'000);
+  text.pop_back(); // its newline
   // Only the last reference names a build-host value: the one finding, at its column.
   std::size_t dollar = text.size() - text.rfind('\n'); // its 1-based column
-  text += "${SCCACHE_WEBDAV_ENDPOINT}";
-  auto result = lint(text + "\n");
+  text += "${SCCACHE_WEBDAV_ENDPOINT}\n";
+  auto result = lint(text);
   ASSERT_EQ(result.findings.size(), 1u);
   EXPECT_EQ(result.findings[0].column, static_cast<int>(dollar));
 }
 
 TEST(LintScaling, ManyAddressesInOneValue) {
-  std::string text = "FROM scratch\nENV A=";
-  for (int i = 0; i < 20'000; ++i) {
-    text += (i == 0 ? "" : ",") + private_address(i);
-  }
-  auto result = lint(text + "\n");
-  EXPECT_FALSE(result.findings.empty());
+  EXPECT_FALSE(lint(addresses_in_one_value(20'000)).findings.empty());
 }
 
 TEST(LintScaling, TtyOutputGrowsWithTheFindingsNotWithTheirLine) {
@@ -106,4 +67,4 @@ TEST(LintScaling, TtyOutputGrowsWithTheFindingsNotWithTheirLine) {
 }
 
 } // namespace
-} // namespace kiln
+} // namespace kiln::testing
