@@ -1025,8 +1025,8 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     folder->log("warning: " + warning);
   }
   if (version->remembered) {
-    folder->log(fmt::format("engine version {}: as an earlier run asked it of the same programs "
-                            "and daemon ({}), so not asked again",
+    folder->log(fmt::format("engine version {}: as an earlier run asked it, and what answered "
+                            "is unchanged ({}), so not asked again",
                             version->text, (chain.records / "engine-version").string()));
   }
   RunRecord record;
