@@ -1,5 +1,7 @@
 #include "driver/engine_version.h"
 
+#include <optional>
+
 #include "util/fs.h"
 
 namespace kiln {
@@ -13,25 +15,33 @@ std::filesystem::path remembered_path(const std::filesystem::path& records) {
 
 constexpr uint64_t k_read_limit = 64 * 1024;
 
+// The text kept under `key`: the file's second and last line, when its first is `key`.
+std::optional<std::string> remembered_text(const std::filesystem::path& records,
+                                           const std::string& key) {
+  if (key.empty()) {
+    return std::nullopt;
+  }
+  auto file = read_file(remembered_path(records), k_read_limit);
+  if (!file || !file->starts_with(key + "\n") || !file->ends_with('\n')) {
+    return std::nullopt;
+  }
+  std::string text = file->substr(key.size() + 1, file->size() - key.size() - 2);
+  if (text.empty() || text.find('\n') != std::string::npos) {
+    return std::nullopt;
+  }
+  return text;
+}
+
 } // namespace
 
 tl::expected<EngineVersion, std::string> engine_version(const Engine& engine,
                                                         const std::filesystem::path& records) {
   EngineVersion version;
   version.key = engine.version_key();
-  if (!version.key.empty()) {
-    if (auto text = read_file(remembered_path(records), k_read_limit)) {
-      std::string_view lines = *text;
-      size_t end_of_key = lines.find('\n');
-      if (end_of_key != std::string_view::npos && lines.substr(0, end_of_key) == version.key &&
-          lines.ends_with('\n') && lines.size() > end_of_key + 2) {
-        version.text = lines.substr(end_of_key + 1, lines.size() - end_of_key - 2);
-        version.remembered = version.text.find('\n') == std::string::npos;
-        if (version.remembered) {
-          return version;
-        }
-      }
-    }
+  if (auto kept = remembered_text(records, version.key)) {
+    version.text = *kept;
+    version.remembered = true;
+    return version;
   }
   auto asked = engine.version();
   if (!asked) {
