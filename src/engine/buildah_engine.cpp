@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cstdlib>
 #include <deque>
 
 #include <fmt/format.h>
@@ -82,10 +81,8 @@ tl::expected<std::string, std::string> BuildahEngine::version() const {
 }
 
 std::string BuildahEngine::version_key() const {
-  const char* path = std::getenv("PATH");
-  std::string buildah = find_on_path("buildah", path != nullptr ? path : "");
-  std::string identity = buildah.empty() ? std::string() : file_identity(buildah);
-  return identity.empty() ? std::string() : "buildah " + buildah + " " + identity;
+  std::string buildah = program_identity("buildah");
+  return buildah.empty() ? std::string() : "buildah " + buildah;
 }
 
 std::vector<std::string> BuildahEngine::build_argv(const BuildRequest& request) const {

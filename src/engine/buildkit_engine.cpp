@@ -227,17 +227,13 @@ std::string BuildkitEngine::version_key() const {
     return {};
   }
   std::string socket(address.substr(k_unix.size()));
-  const char* path = std::getenv("PATH");
-  std::string buildctl = find_on_path("buildctl", path != nullptr ? path : "");
+  std::string buildctl = program_identity("buildctl");
   if (buildctl.empty() || !unix_socket_listening(socket)) {
     return {};
   }
-  std::string client = file_identity(buildctl);
   std::string daemon = file_identity(socket);
-  if (client.empty() || daemon.empty()) {
-    return {};
-  }
-  return fmt::format("buildctl {} {}; buildkitd {} {}", buildctl, client, socket, daemon);
+  return daemon.empty() ? std::string()
+                        : fmt::format("buildctl {}; buildkitd {} {}", buildctl, socket, daemon);
 }
 
 std::vector<std::string> BuildkitEngine::unsupported(const std::vector<BuildRequest>& requests,

@@ -2,11 +2,12 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -219,6 +220,13 @@ std::string file_identity(const std::filesystem::path& path) {
   };
   return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + " " +
          std::to_string(st.st_size) + " " + ns(st.st_mtim) + " " + ns(st.st_ctim);
+}
+
+std::string program_identity(std::string_view name) {
+  const char* path = std::getenv("PATH");
+  std::string program = find_on_path(name, path != nullptr ? path : "");
+  std::string identity = program.empty() ? std::string() : file_identity(program);
+  return identity.empty() ? std::string() : program + " " + identity;
 }
 
 bool unix_socket_listening(const std::filesystem::path& path) {

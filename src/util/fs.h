@@ -57,6 +57,10 @@ std::string find_on_path(std::string_view name, std::string_view path);
 /// changes whenever the file is replaced or rewritten; "" when it cannot be read.
 std::string file_identity(const std::filesystem::path& path);
 
+/// The program `name` as this process's PATH finds it, then its file_identity: "<path>
+/// <identity>", or "" when there is none.
+std::string program_identity(std::string_view name);
+
 /// Whether something listens on the Unix socket at `path`: a connect, closed at once.
 bool unix_socket_listening(const std::filesystem::path& path);
 
