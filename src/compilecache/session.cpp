@@ -39,6 +39,7 @@
 #include "compilecache/watchdog.h"
 #include "util/cancel.h"
 #include "util/fs.h"
+#include "util/process.h"
 #include "util/strings.h"
 
 namespace kiln::cc {
@@ -48,6 +49,15 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+
+/// `env` as exec takes it: one `NAME=value` each.
+std::vector<std::string> environment_strings(const Environment& env) {
+  std::vector<std::string> strings;
+  for (const auto& [name, value] : env) {
+    strings.push_back(name + "=" + value);
+  }
+  return strings;
+}
 
 constexpr int k_usage_exit = 2;
 constexpr std::chrono::milliseconds k_default_budget = 2000ms;
@@ -274,20 +284,9 @@ CommandResult run_command(const std::string& program, const std::vector<std::str
   }
   std::vector<std::string> argv_strings = {program};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : argv_strings) {
-    argv.push_back(arg.data());
-  }
-  argv.push_back(nullptr);
-  std::vector<std::string> env_strings;
-  for (const auto& [name, value] : env) {
-    env_strings.push_back(name + "=" + value);
-  }
-  std::vector<char*> envp;
-  for (std::string& entry : env_strings) {
-    envp.push_back(entry.data());
-  }
-  envp.push_back(nullptr);
+  std::vector<char*> argv = c_strings(argv_strings);
+  std::vector<std::string> env_strings = environment_strings(env);
+  std::vector<char*> envp = c_strings(env_strings);
 
   posix_spawn_file_actions_t actions;
   ::posix_spawn_file_actions_init(&actions);
@@ -1163,21 +1162,10 @@ void note_interrupt(int) {
 /// run_process: the command keeps the step's terminal, streams and process group, as if the
 /// shell had run it.
 std::optional<int> run_in_session(const std::vector<std::string>& command, const Environment& env) {
-  std::vector<std::string> env_strings;
-  for (const auto& [name, value] : env) {
-    env_strings.push_back(name + "=" + value);
-  }
-  std::vector<char*> envp;
-  for (std::string& entry : env_strings) {
-    envp.push_back(entry.data());
-  }
-  envp.push_back(nullptr);
+  std::vector<std::string> env_strings = environment_strings(env);
+  std::vector<char*> envp = c_strings(env_strings);
   std::vector<std::string> argv_strings = command;
-  std::vector<char*> argv;
-  for (std::string& arg : argv_strings) {
-    argv.push_back(arg.data());
-  }
-  argv.push_back(nullptr);
+  std::vector<char*> argv = c_strings(argv_strings);
   // posix_spawnp looks the command up on the PATH of kiln-cc, not of envp: the session
   // changes no PATH, so the two agree.
   sigset_t blocked;

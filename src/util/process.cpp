@@ -43,15 +43,6 @@ std::vector<std::string> merged_environment(const ProcessSpec& spec) {
   return env;
 }
 
-std::vector<char*> c_strings(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (auto& s : strings) {
-    out.push_back(s.data());
-  }
-  out.push_back(nullptr);
-  return out;
-}
-
 // ESRCH (the group is already empty) is the outcome we want, so the result is not checked.
 void kill_group(pid_t pgid, int signal) {
   ::kill(-pgid, signal);
@@ -171,6 +162,15 @@ GroupSentinel& sentinel() {
 }
 
 } // namespace
+
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) {
+    out.push_back(s.data());
+  }
+  out.push_back(nullptr);
+  return out;
+}
 
 void LineSplitter::append(std::string_view part) {
   if (m_partial.size() < m_max_line) {

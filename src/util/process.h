@@ -50,6 +50,10 @@ struct ProcessExit {
 /// Receives output as it arrives, in chunks that need not end at a line boundary.
 using OutputSink = std::function<void(std::string_view chunk)>;
 
+/// `strings` as exec takes them: a pointer to each, then a null. The pointers are valid while
+/// `strings` lives unchanged.
+std::vector<char*> c_strings(std::vector<std::string>& strings);
+
 /// Run argv in a process group of its own, stdin from /dev/null, stdout and stderr merged into
 /// one pipe so the sink sees them in the order they were written.
 /// Returns once the leader has exited and every process still in its group has been killed:
