@@ -60,12 +60,17 @@ int ms_until(Clock::time_point deadline, Clock::time_point now) {
 /// step's processes it leaves behind in its group, and it fires when the spawning thread ends.
 class GroupSentinel {
 public:
+  /// Called before a spawn, so that between the spawn and `watch` there is one write, not a
+  /// fork: a kiln killed in that window would leave the new group unwatched.
+  void ready() {
+    std::lock_guard lock(m_mutex);
+    ensure_started();
+  }
   void watch(pid_t group) { send(static_cast<int32_t>(group)); }
   void release(pid_t group) { send(-static_cast<int32_t>(group)); }
 
 private:
-  void send(int32_t message) {
-    std::lock_guard lock(m_mutex);
+  void ensure_started() {
     if (m_owner != ::getpid()) {
       // First use, or a forked child: a child watches its own groups, and must not hold the
       // parent's pipe open past the parent's death.
@@ -76,6 +81,11 @@ private:
       m_owner = ::getpid();
       start();
     }
+  }
+
+  void send(int32_t message) {
+    std::lock_guard lock(m_mutex);
+    ensure_started();
     if (m_fd >= 0) {
       // Four bytes to a pipe are written whole or not at all.
       [[maybe_unused]] ssize_t n = ::write(m_fd, &message, sizeof message);
@@ -94,6 +104,9 @@ private:
       return;
     }
     if (pid == 0) {
+      // The sentinel's own copy of the write end would keep it from ever reading end-of-file;
+      // closed by name, not left to close_range, which a seccomp filter may refuse.
+      ::close(fds[1]);
       watch_groups(fds[0]); // never returns
     }
     ::close(fds[0]);
@@ -247,6 +260,7 @@ ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink) {
   std::vector<std::string> env_strings = merged_environment(spec);
   std::vector<char*> argv = c_strings(argv_strings);
   std::vector<char*> envp = c_strings(env_strings);
+  sentinel().ready();
   pid_t pid = 0;
   int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);

@@ -202,20 +202,37 @@ TEST(Process, CtrlCReachesACommandStartedWithoutAToken) {
 
 /// A kiln killed with SIGKILL runs no cleanup; the sentinel still kills the groups it started.
 TEST(Process, NothingKilnStartedOutlivesKilnKilledBySigkill) {
+  int relay[2];
+  ASSERT_EQ(::pipe(relay), 0);
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    // A RUN step's shape: a leader and a grandchild in the leader's group.
-    run_process({{"sh", "-c", "sleep 5432 & sleep 5433; wait"}, {}, {}}, [](std::string_view) {});
+    ::close(relay[0]);
+    // A RUN step's shape: a leader and a grandchild in the leader's group. Its output reaches
+    // the parent only through run_process's reader, which starts after the group is watched:
+    // that is what tells the parent the kill can come.
+    run_process({{"sh", "-c", "sleep 5432 & echo started; sleep 5433; wait"}, {}, {}},
+                [&](std::string_view chunk) {
+                  [[maybe_unused]] ssize_t n = ::write(relay[1], chunk.data(), chunk.size());
+                });
     ::_exit(0);
   }
-  while (!process_running("sleep 5432") || !process_running("sleep 5433")) {
+  ::close(relay[1]);
+  std::string relayed;
+  char buffer[64];
+  while (relayed.find("started") == std::string::npos) {
+    ssize_t n = ::read(relay[0], buffer, sizeof buffer);
+    ASSERT_GT(n, 0) << "the child ended before its command said it had started";
+    relayed.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(relay[0]);
+  while (!process_running("sleep 5433")) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ASSERT_EQ(::kill(child, SIGKILL), 0);
   ASSERT_EQ(::waitpid(child, nullptr, 0), child);
   // SIGKILL lands at once, but a process takes a moment to leave the process table.
-  for (int i = 0; i < 100 && (process_running("sleep 5432") || process_running("sleep 5433"));
+  for (int i = 0; i < 200 && (process_running("sleep 5432") || process_running("sleep 5433"));
        ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
