@@ -1,0 +1,112 @@
+#include "driver/scheduler.h"
+
+#include <algorithm>
+
+namespace kiln {
+
+Scheduler::Scheduler(std::vector<PlanStage> stages, SchedulerLimits limits)
+    : m_stages(std::move(stages)), m_limits(limits) {
+  m_limits.max_parallel = std::max(1, m_limits.max_parallel);
+  m_limits.jobs = std::max(1, m_limits.jobs);
+  m_free_jobs = m_limits.jobs;
+  size_t count = m_stages.size();
+  m_dependants.resize(count);
+  m_unmet.resize(count);
+  m_state.assign(count, StageState::waiting);
+  m_because.resize(count);
+  m_jobs.assign(count, 0);
+  for (size_t i = 0; i < count; ++i) {
+    m_stages[i].weight = std::max(1, m_stages[i].weight);
+    m_unmet[i] = m_stages[i].needs.size();
+    for (size_t need : m_stages[i].needs) {
+      m_dependants[need].push_back(i);
+    }
+    if (m_unmet[i] == 0) {
+      m_ready.insert(i);
+      m_weight_ready_or_running += m_stages[i].weight;
+    }
+  }
+}
+
+std::vector<StageStart> Scheduler::start_ready() {
+  std::vector<StageStart> starts;
+  // Shares are taken against every stage that wants the budget now, not only those that fit:
+  // a stage that must wait still keeps the others from taking its part.
+  const long wanting = m_weight_ready_or_running;
+  for (auto it = m_ready.begin(); it != m_ready.end();) {
+    if (m_running.size() >= static_cast<size_t>(m_limits.max_parallel) || m_free_jobs < 1) {
+      break;
+    }
+    size_t stage = *it;
+    long share = static_cast<long>(m_limits.jobs) * m_stages[stage].weight / wanting;
+    int jobs = static_cast<int>(std::clamp<long>(share, 1, m_free_jobs));
+    m_free_jobs -= jobs;
+    m_jobs[stage] = jobs;
+    m_state[stage] = StageState::running;
+    m_running.insert(stage);
+    starts.push_back({stage, jobs});
+    it = m_ready.erase(it);
+  }
+  return starts;
+}
+
+void Scheduler::finish(size_t stage, bool succeeded) {
+  if (m_running.erase(stage) == 0) {
+    return;
+  }
+  m_free_jobs += m_jobs[stage];
+  m_jobs[stage] = 0;
+  m_weight_ready_or_running -= m_stages[stage].weight;
+  if (succeeded) {
+    m_state[stage] = StageState::succeeded;
+    for (size_t dependant : m_dependants[stage]) {
+      if (--m_unmet[dependant] == 0 && m_state[dependant] == StageState::waiting) {
+        m_ready.insert(dependant);
+        m_weight_ready_or_running += m_stages[dependant].weight;
+      }
+    }
+    return;
+  }
+  m_state[stage] = StageState::failed;
+  if (m_limits.fail_fast) {
+    stop(m_stages[stage].name);
+    return;
+  }
+  // Every stage downstream of the failure, named after the failed stage itself: the reader
+  // looks for the cause, not for the stage in between.
+  std::vector<size_t> todo = m_dependants[stage];
+  while (!todo.empty()) {
+    size_t next = todo.back();
+    todo.pop_back();
+    if (m_state[next] == StageState::waiting) {
+      skip(next, m_stages[stage].name);
+      todo.insert(todo.end(), m_dependants[next].begin(), m_dependants[next].end());
+    }
+  }
+}
+
+void Scheduler::stop(const std::string& because) {
+  for (size_t i = 0; i < m_stages.size(); ++i) {
+    if (m_state[i] == StageState::waiting) {
+      skip(i, because);
+    }
+  }
+}
+
+void Scheduler::skip(size_t stage, const std::string& because) {
+  m_state[stage] = StageState::skipped;
+  m_because[stage] = because;
+  m_skipped.push_back(stage);
+  if (m_ready.erase(stage) > 0) {
+    m_weight_ready_or_running -= m_stages[stage].weight;
+  }
+}
+
+std::vector<size_t> Scheduler::take_skipped() {
+  std::vector<size_t> skipped;
+  skipped.swap(m_skipped);
+  std::sort(skipped.begin(), skipped.end());
+  return skipped;
+}
+
+} // namespace kiln

@@ -1,0 +1,81 @@
+#pragma once
+
+#include <cstddef>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// One stage of a run as the scheduler sees it: what it waits for and its claim on the budget.
+struct PlanStage {
+  std::string name;
+  std::vector<size_t> needs; // indices of the stages of this run it builds on
+  int weight = 1;            // its claim on the job budget against the stages running with it
+};
+
+enum class StageState { waiting, running, succeeded, failed, skipped };
+
+/// A stage to start now, with its share of the job budget.
+struct StageStart {
+  size_t stage = 0;
+  int jobs = 1;
+};
+
+struct SchedulerLimits {
+  int max_parallel = 1; // stages building at once
+  int jobs = 1;         // the job budget every running stage shares
+  bool fail_fast = false;
+};
+
+/// Which stages of a run start when, like ninja's Plan: a stage starts once every stage it
+/// needs succeeded, while fewer than `max_parallel` run and a job of the budget is free. A
+/// failure skips what depends on it, and nothing else (everything still waiting, with
+/// `fail_fast`). No threads and no clock: the caller says what ended, this says what starts.
+///
+/// Job shares: the stages that start take the free jobs in proportion to their weight among
+/// every stage ready or running, so a lone stage gets the whole budget and a fan-out of six
+/// splits it six ways. A share is never more than what is free, so the shares of the stages
+/// running at once never add up to more than the budget; a stage that finds no job free waits
+/// for one, as make's jobserver does.
+class Scheduler {
+public:
+  Scheduler(std::vector<PlanStage> stages, SchedulerLimits limits);
+
+  /// The stages to start now, in plan order, each with its job share; they count as running.
+  std::vector<StageStart> start_ready();
+  /// A running stage ended. When it failed, the stages that need it, directly or not, are
+  /// skipped (with `fail_fast`, every stage still waiting).
+  void finish(size_t stage, bool succeeded);
+  /// Start nothing more: every waiting stage is skipped (an interrupt, a refused run).
+  void stop(const std::string& because);
+
+  /// Nothing runs and nothing more can start.
+  bool done() const { return m_running.empty() && m_ready.empty(); }
+  size_t running() const { return m_running.size(); }
+  int free_jobs() const { return m_free_jobs; }
+  StageState state(size_t stage) const { return m_state[stage]; }
+  /// For a skipped stage: the failed stage it needed, or why the run stopped starting stages.
+  const std::string& skipped_because(size_t stage) const { return m_because[stage]; }
+  /// Stages skipped since the last call, in plan order: each to be recorded once.
+  std::vector<size_t> take_skipped();
+  const std::vector<PlanStage>& stages() const { return m_stages; }
+
+private:
+  void skip(size_t stage, const std::string& because);
+
+  std::vector<PlanStage> m_stages;
+  SchedulerLimits m_limits;
+  std::vector<std::vector<size_t>> m_dependants;
+  std::vector<size_t> m_unmet; // needs not yet succeeded
+  std::vector<StageState> m_state;
+  std::vector<std::string> m_because;
+  std::vector<int> m_jobs; // the share each running stage holds
+  std::set<size_t> m_ready;
+  std::set<size_t> m_running;
+  std::vector<size_t> m_skipped;
+  int m_free_jobs = 1;
+  long m_weight_ready_or_running = 0;
+};
+
+} // namespace kiln

@@ -1,0 +1,153 @@
+// The scheduler's decisions alone: what starts, with which share, and what a failure skips.
+#include <gtest/gtest.h>
+
+#include "driver/scheduler.h"
+
+namespace kiln {
+namespace {
+
+/// base -> six branches -> merge, the shape of a chain with independent media libraries.
+std::vector<PlanStage> fan_out(size_t branches) {
+  std::vector<PlanStage> stages{{"base", {}, 1}};
+  std::vector<size_t> all;
+  for (size_t i = 1; i <= branches; ++i) {
+    stages.push_back({"branch" + std::to_string(i), {0}, 1});
+    all.push_back(i);
+  }
+  stages.push_back({"merge", all, 1});
+  return stages;
+}
+
+std::vector<size_t> started(const std::vector<StageStart>& starts) {
+  std::vector<size_t> stages;
+  for (const auto& s : starts) {
+    stages.push_back(s.stage);
+  }
+  return stages;
+}
+
+TEST(Scheduler, AStageStartsOnlyOnceEveryStageItNeedsSucceeded) {
+  Scheduler s(fan_out(3), {8, 8, false});
+  EXPECT_EQ(started(s.start_ready()), (std::vector<size_t>{0}));
+  EXPECT_TRUE(s.start_ready().empty()) << "nothing else is ready while base builds";
+  s.finish(0, true);
+  EXPECT_EQ(started(s.start_ready()), (std::vector<size_t>{1, 2, 3}));
+  s.finish(2, true);
+  s.finish(1, true);
+  EXPECT_TRUE(s.start_ready().empty()) << "merge still waits for branch3";
+  s.finish(3, true);
+  EXPECT_EQ(started(s.start_ready()), (std::vector<size_t>{4}));
+  s.finish(4, true);
+  EXPECT_TRUE(s.done());
+}
+
+TEST(Scheduler, MaxParallelIsNeverExceeded) {
+  Scheduler s(fan_out(6), {2, 12, false});
+  s.start_ready();
+  s.finish(0, true);
+  size_t most = 0;
+  while (!s.done()) {
+    auto starts = s.start_ready();
+    most = std::max(most, s.running());
+    ASSERT_FALSE(starts.empty() && s.running() == 0) << "stuck with stages left";
+    // End the lowest running stage, as a real run would end one at a time.
+    for (size_t i = 0; i < s.stages().size(); ++i) {
+      if (s.state(i) == StageState::running) {
+        s.finish(i, true);
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(most, 2u);
+  for (size_t i = 0; i < s.stages().size(); ++i) {
+    EXPECT_EQ(s.state(i), StageState::succeeded) << s.stages()[i].name;
+  }
+}
+
+TEST(Scheduler, ALoneStageTakesTheWholeBudgetAndAFanOutSplitsIt) {
+  Scheduler s(fan_out(6), {8, 12, false});
+  auto base = s.start_ready();
+  ASSERT_EQ(base.size(), 1u);
+  EXPECT_EQ(base[0].jobs, 12);
+  s.finish(0, true);
+  auto branches = s.start_ready();
+  ASSERT_EQ(branches.size(), 6u);
+  int sum = 0;
+  for (const auto& b : branches) {
+    EXPECT_EQ(b.jobs, 2);
+    sum += b.jobs;
+  }
+  EXPECT_EQ(sum, 12);
+  EXPECT_EQ(s.free_jobs(), 0);
+}
+
+TEST(Scheduler, SharesFollowWeightsAndNeverAddUpToMoreThanTheBudget) {
+  std::vector<PlanStage> stages{{"heavy", {}, 3}, {"light", {}, 1}, {"tiny", {}, 1}};
+  Scheduler s(stages, {8, 10, false});
+  auto starts = s.start_ready();
+  ASSERT_EQ(starts.size(), 3u);
+  EXPECT_EQ(starts[0].jobs, 6); // 10 * 3/5
+  EXPECT_EQ(starts[1].jobs, 2);
+  EXPECT_EQ(starts[2].jobs, 2);
+  // A budget smaller than the fan-out: one job each while they last, the rest wait for one.
+  Scheduler narrow(fan_out(6), {8, 4, false});
+  narrow.start_ready();
+  narrow.finish(0, true);
+  auto few = narrow.start_ready();
+  EXPECT_EQ(few.size(), 4u);
+  EXPECT_EQ(narrow.free_jobs(), 0);
+  narrow.finish(few[0].stage, true);
+  auto next = narrow.start_ready();
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].jobs, 1);
+}
+
+TEST(Scheduler, AFailureSkipsOnlyWhatDependsOnItNamingTheFailedStage) {
+  // base -> a -> a2; base -> b; merge needs a2 and b.
+  std::vector<PlanStage> stages{
+      {"base", {}, 1}, {"a", {0}, 1}, {"a2", {1}, 1}, {"b", {0}, 1}, {"merge", {2, 3}, 1}};
+  Scheduler s(stages, {4, 4, false});
+  s.start_ready();
+  s.finish(0, true);
+  EXPECT_EQ(started(s.start_ready()), (std::vector<size_t>{1, 3}));
+  s.finish(1, false);
+  EXPECT_EQ(s.take_skipped(), (std::vector<size_t>{2, 4}));
+  EXPECT_EQ(s.skipped_because(2), "a");
+  EXPECT_EQ(s.skipped_because(4), "a") << "the cause, not the stage in between";
+  EXPECT_EQ(s.state(3), StageState::running) << "an independent branch goes on";
+  EXPECT_FALSE(s.done());
+  s.finish(3, true);
+  EXPECT_TRUE(s.start_ready().empty());
+  EXPECT_TRUE(s.done());
+  EXPECT_EQ(s.state(3), StageState::succeeded);
+  EXPECT_TRUE(s.take_skipped().empty()) << "each skip is reported once";
+}
+
+TEST(Scheduler, FailFastSkipsEveryWaitingStageButLetsTheRunningOnesEnd) {
+  Scheduler s(fan_out(3), {8, 8, true});
+  s.start_ready();
+  s.finish(0, true);
+  s.start_ready();
+  s.finish(1, false);
+  EXPECT_EQ(s.take_skipped(), (std::vector<size_t>{4}));
+  EXPECT_EQ(s.state(2), StageState::running);
+  s.finish(2, true);
+  s.finish(3, true);
+  EXPECT_TRUE(s.start_ready().empty()) << "merge was skipped, not started";
+  EXPECT_TRUE(s.done());
+}
+
+TEST(Scheduler, StopSkipsEverythingWaitingWithTheReason) {
+  Scheduler s(fan_out(2), {8, 8, false});
+  s.start_ready();
+  s.stop("interrupted");
+  EXPECT_EQ(s.take_skipped(), (std::vector<size_t>{1, 2, 3}));
+  EXPECT_EQ(s.skipped_because(3), "interrupted");
+  EXPECT_FALSE(s.done());
+  s.finish(0, true);
+  EXPECT_TRUE(s.start_ready().empty());
+  EXPECT_TRUE(s.done());
+}
+
+} // namespace
+} // namespace kiln
