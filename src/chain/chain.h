@@ -100,6 +100,9 @@ struct ResourceSettings {
   std::optional<double> host_reserve_gb;
   std::optional<double> memory_limit_gb;
   double mem_per_job_gb = 2;
+  /// Stages that build at once; nullopt: as many as the job budget has jobs (each stage takes
+  /// at least one).
+  std::optional<int> max_parallel;
 };
 
 /// What a stage is for: `build` makes an image; `smoke` builds against the image it needs to run
@@ -142,6 +145,8 @@ struct Stage {
   /// The fewest compile requests the stage's kiln-cc steps must report, 0 for no floor: a
   /// component that bypasses the compile cache adds nothing to a hit rate, only to this count.
   int min_compile_requests = 0;
+  /// Its claim on the job budget against the stages building at the same time.
+  int weight = 1;
   /// The Dockerfile as the chain loaded it, read and parsed once: every question a run asks
   /// about it is answered from here. Stages that share a file share one.
   std::shared_ptr<const DockerfileSource> dockerfile_source;

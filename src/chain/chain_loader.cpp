@@ -35,8 +35,8 @@ const std::vector<std::string> k_smoke_keys = {"min_passed", "max_skipped"};
 const std::vector<std::string> k_disk_keys = {
     "path",       "need_gb",          "guard_gb",        "floor_gb",
     "keep_slugs", "buildkit_keep_gb", "watch_interval_s"};
-const std::vector<std::string> k_resources_keys = {"sample_interval_s", "host_reserve_gb",
-                                                   "memory_limit_gb", "mem_per_job_gb"};
+const std::vector<std::string> k_resources_keys = {
+    "sample_interval_s", "host_reserve_gb", "memory_limit_gb", "mem_per_job_gb", "max_parallel"};
 const std::vector<std::string> k_chain_keys = {"name",    "engine",   "versions",
                                                "records", "registry", "final"};
 const std::vector<std::string> k_engine_keys = {"buildah", "buildkit"};
@@ -56,7 +56,7 @@ const std::vector<std::string> k_stage_keys = {
     "needs",         "build_args",     "secrets",    "attempts",       "min_compile_requests",
     "lane",          "cache_local",    "cache_from", "cache_to",       "snapshot_cache_to",
     "disk_floor_gb", "mem_per_job_gb", "kind",       "gate_image_env", "stall_timeout_s",
-    "timeout_s"};
+    "timeout_s",     "weight"};
 const char* const k_attempts_hint = "1 means a single attempt and no retry";
 const std::vector<std::string> k_secret_keys = {"id", "env", "file"};
 
@@ -596,6 +596,9 @@ void Loader::read_resources(const toml::table& root) {
   }
   resources.mem_per_job_gb =
       get_gb(*table, where, "mem_per_job_gb", true).value_or(resources.mem_per_job_gb);
+  resources.max_parallel = get_count(*table, where, "max_parallel",
+                                     "1 builds one stage at a time; leave it out to "
+                                     "build as many at once as the job budget allows");
 }
 
 std::vector<std::string> Loader::get_strings(const toml::table& table, std::string_view where,
@@ -877,6 +880,10 @@ void Loader::read_stage(const toml::table& table) {
                 "leave it out for no floor; 1 already catches a step that compiled nothing "
                 "through the cache")
           .value_or(0);
+  stage.weight = get_count(table, where, "weight",
+                           "a stage's share of the job budget is its weight over the weights of "
+                           "the stages building with it; 1 is an equal share")
+                     .value_or(1);
   if (const auto* lane = get<std::string>(table, where, "lane")) {
     stage.lane = lane->get();
     if (!is_lower_name(stage.lane, true)) {

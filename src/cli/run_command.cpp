@@ -35,8 +35,16 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
   run->add_flag("--no-cache-export", args.no_cache_export,
                 "Leave out every registry-facing cache import and export (BuildKit)");
   run->add_option("--jobs", args.jobs,
-                  "Offer every stage this many jobs instead of the memory budget (or KILN_JOBS)")
+                  "Share this many jobs among the stages building at once instead of the "
+                  "memory budget (or KILN_JOBS)")
       ->check(CLI::Range(1, k_max_jobs));
+  run->add_option("--parallel", args.parallel,
+                  "Build at most this many stages at once (default: the chain's max_parallel, "
+                  "else as many as the job budget has jobs)")
+      ->check(CLI::Range(1, k_max_jobs));
+  run->add_flag("--fail-fast", args.fail_fast,
+                "Start no stage after the first failure (default: build every stage that does "
+                "not depend on it)");
   run->add_flag("--no-salvage", args.no_salvage,
                 "Do not re-drive a failed stage's finished targets to land its cache export");
   return run;
@@ -65,6 +73,10 @@ int run_command(const RunArgs& args) {
   options.dry_run = args.dry_run;
   options.no_cache_export = args.no_cache_export;
   options.no_salvage = args.no_salvage;
+  options.fail_fast = args.fail_fast;
+  if (args.parallel > 0) {
+    options.parallel = args.parallel;
+  }
   if (args.jobs > 0) {
     options.jobs = args.jobs;
   } else if (const char* env = std::getenv("KILN_JOBS"); env != nullptr && *env != '\0') {

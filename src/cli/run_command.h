@@ -19,7 +19,9 @@ struct RunArgs {
   std::string engine; // empty: the chain's
   bool no_cache_export = false;
   bool no_salvage = false;
-  int jobs = 0; // 0: not given
+  int jobs = 0;     // 0: not given
+  int parallel = 0; // 0: not given
+  bool fail_fast = false;
 };
 
 /// `kiln run CHAIN`: register the subcommand and its options, filling `args`.

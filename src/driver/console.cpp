@@ -31,6 +31,24 @@ std::string short_id(std::string_view id) {
   return std::string(id.substr(0, 12));
 }
 
+std::string join_names(const std::vector<std::string>& names) {
+  std::string joined;
+  for (const auto& name : names) {
+    joined += (joined.empty() ? "" : " -> ") + name;
+  }
+  return joined;
+}
+
+/// An instruction as one console line: its first line, clipped; the log has all of it.
+std::string one_line(const std::string& instruction) {
+  constexpr size_t k_shown = 100;
+  std::string line = instruction.substr(0, instruction.find('\n'));
+  if (line.size() > k_shown) {
+    line = line.substr(0, k_shown) + "...";
+  }
+  return line;
+}
+
 std::string step_text(const BuildProgress& p) {
   if (p.steps == 0) {
     return "starting";
@@ -71,20 +89,20 @@ void Console::tick() {
   std::unique_lock lock(m_mutex);
   while (!m_stopping) {
     m_wake.wait_for(lock, std::chrono::seconds(1));
-    if (!m_stopping && m_stage) {
+    if (!m_stopping && !m_running.empty()) {
       redraw_locked();
     }
   }
 }
 
-std::string Console::status_line_locked() const {
-  const StageView& s = *m_stage;
-  double elapsed = std::chrono::duration<double>(Clock::now() - m_stage_start).count();
-  std::string line = fmt::format("kiln: [{}/{}] {}", s.index, s.count, s.name);
+std::string Console::status_line_locked(const Running& stage) const {
+  const StageView& s = stage.view;
+  double elapsed = std::chrono::duration<double>(Clock::now() - stage.start).count();
+  std::string line = fmt::format("kiln: {}", s.name);
   if (s.attempt > 1) {
     line += fmt::format("  attempt {}/{}", s.attempt, s.attempts);
   }
-  line += "  " + step_text(m_progress) + "  " + human_duration(elapsed);
+  line += "  " + step_text(stage.progress) + "  " + human_duration(elapsed);
   if (s.eta_seconds) {
     line += *s.eta_seconds > elapsed
                 ? fmt::format("  ETA {}", human_duration(*s.eta_seconds - elapsed))
@@ -92,110 +110,131 @@ std::string Console::status_line_locked() const {
   }
   // A step that has said nothing for a minute is worth a look (a hung download once held a
   // chain for two hours); below that, silence is normal.
-  auto silent = Clock::now() - Clock::time_point(Clock::duration(m_last_output.load()));
+  auto silent = Clock::now() - stage.last_output;
   if (silent >= k_silence_shown) {
     line += "  silent " + human_duration(std::chrono::duration<double>(silent).count());
   }
-  if (!m_progress.instruction.empty()) {
-    line += "  " + m_progress.instruction;
+  if (!stage.progress.instruction.empty()) {
+    line += "  " + one_line(stage.progress.instruction);
   }
   return line;
 }
 
-void Console::clear_line_locked() {
-  std::fputs("\r\033[K", m_out);
+Console::Running* Console::find_locked(const std::string& stage) {
+  for (auto& running : m_running) {
+    if (running.view.name == stage) {
+      return &running;
+    }
+  }
+  return nullptr;
+}
+
+void Console::clear_block_locked() {
+  if (m_drawn > 0) {
+    // Up to the block's first line, then clear to the end of the screen.
+    fmt::print(m_out, "\033[{}A\r\033[J", m_drawn);
+    m_drawn = 0;
+  }
 }
 
 void Console::redraw_locked() {
-  std::string line = status_line_locked();
+  clear_block_locked();
   size_t width = terminal_width(m_out);
-  if (line.size() >= width) {
-    line.resize(width - 1);
+  for (const auto& stage : m_running) {
+    std::string line = status_line_locked(stage);
+    if (line.size() >= width) {
+      line.resize(width - 1); // a wrapped line would break the count of lines to go up
+    }
+    fmt::print(m_out, "{}\n", line);
   }
-  clear_line_locked();
-  std::fputs(line.c_str(), m_out);
+  m_drawn = m_running.size();
   std::fflush(m_out);
 }
 
-void Console::note(const std::string& message) {
-  std::lock_guard lock(m_mutex);
-  if (m_live && m_stage) {
-    clear_line_locked();
+void Console::print_locked(const std::string& text) {
+  if (m_live) {
+    clear_block_locked();
   }
-  fmt::print(m_out, "kiln: {}\n", message);
-  if (m_live && m_stage) {
+  std::fputs(text.c_str(), m_out);
+  if (m_live) {
     redraw_locked();
   }
   std::fflush(m_out);
 }
 
-void Console::stage_output() {
-  m_last_output.store(Clock::now().time_since_epoch().count());
+void Console::note(const std::string& message) {
+  std::lock_guard lock(m_mutex);
+  print_locked(fmt::format("kiln: {}\n", message));
+}
+
+void Console::stage_output(const std::string& stage) {
+  std::lock_guard lock(m_mutex);
+  if (Running* running = find_locked(stage)) {
+    running->last_output = Clock::now();
+  }
 }
 
 void Console::stage_started(const StageView& view) {
   std::lock_guard lock(m_mutex);
-  m_stage = view;
-  m_progress = {};
-  m_stage_start = Clock::now();
-  m_last_output.store(m_stage_start.time_since_epoch().count());
+  Clock::time_point now = Clock::now();
+  if (Running* running = find_locked(view.name)) {
+    *running = {view, {}, now, now}; // the next attempt
+  } else {
+    m_running.push_back({view, {}, now, now});
+  }
   if (m_live) {
     redraw_locked();
     return;
   }
   std::string attempt =
       view.attempt > 1 ? fmt::format(" (attempt {}/{})", view.attempt, view.attempts) : "";
-  fmt::print(m_out, "kiln: [{}/{}] {}: building{}\n", view.index, view.count, view.name, attempt);
-  std::fflush(m_out);
+  print_locked(fmt::format("kiln: [{}] building{}, stage {} of {}\n", view.name, attempt,
+                           view.index, view.count));
 }
 
-void Console::stage_progress(const BuildProgress& progress) {
+void Console::stage_progress(const std::string& stage, const BuildProgress& progress) {
   std::lock_guard lock(m_mutex);
-  if (!m_stage) {
+  Running* running = find_locked(stage);
+  if (running == nullptr) {
     return;
   }
-  bool new_step = progress.step != m_progress.step ||
-                  progress.build_stage != m_progress.build_stage ||
-                  progress.build_stage_name != m_progress.build_stage_name;
-  m_progress = progress;
+  bool new_step = progress.step != running->progress.step ||
+                  progress.build_stage != running->progress.build_stage ||
+                  progress.build_stage_name != running->progress.build_stage_name;
+  running->progress = progress;
   if (m_live) {
     redraw_locked();
   } else if (new_step) {
-    fmt::print(m_out, "kiln: [{}/{}] {}: {}: {}\n", m_stage->index, m_stage->count, m_stage->name,
-               step_text(progress), progress.instruction);
-    std::fflush(m_out);
+    print_locked(fmt::format("kiln: [{}] {}: {}\n", stage, step_text(progress),
+                             one_line(progress.instruction)));
   }
 }
 
-void Console::stage_finished(const std::string& outcome) {
+void Console::stage_finished(const std::string& stage, const std::string& outcome) {
   std::lock_guard lock(m_mutex);
-  if (m_live) {
-    clear_line_locked();
-  }
-  if (m_stage) {
-    fmt::print(m_out, "kiln: [{}/{}] {}: {}\n", m_stage->index, m_stage->count, m_stage->name,
-               outcome);
-  }
-  m_stage.reset();
-  std::fflush(m_out);
+  std::erase_if(m_running, [&](const Running& running) { return running.view.name == stage; });
+  print_locked(fmt::format("kiln: [{}] {}\n", stage, outcome));
 }
 
 void Console::failure_tail(const std::vector<std::string>& lines, const std::string& log_path) {
-  std::lock_guard lock(m_mutex);
-  fmt::print(m_out, "kiln: last {} lines of the engine output (all of it: {}):\n", lines.size(),
-             log_path);
+  std::string text = fmt::format("kiln: last {} lines of the engine output (all of it: {}):\n",
+                                 lines.size(), log_path);
   for (const auto& line : lines) {
-    fmt::print(m_out, "    {}\n", line);
+    text += fmt::format("    {}\n", line);
   }
-  std::fflush(m_out);
+  std::lock_guard lock(m_mutex);
+  print_locked(text);
 }
 
 void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir) {
   std::vector<std::vector<std::string>> rows = {
-      {"stage", "status", "attempts", "seconds", "image"}};
+      {"stage", "outcome", "attempts", "seconds", "jobs", "image"}};
   for (const auto& s : run.stages) {
-    rows.push_back({s.name, s.status, std::to_string(s.attempts.size()),
-                    fmt::format("{:.1f}", s.seconds),
+    bool critical = std::find(run.critical_path.begin(), run.critical_path.end(), s.name) !=
+                    run.critical_path.end();
+    rows.push_back({s.name + (critical ? " *" : ""), s.outcome.empty() ? s.status : s.outcome,
+                    std::to_string(s.attempts.size()), fmt::format("{:.1f}", s.seconds),
+                    s.jobs > 0 ? std::to_string(s.jobs) : "-",
                     s.image_id.empty() ? "-" : short_id(s.image_id)});
   }
   std::vector<size_t> widths(rows[0].size(), 0);
@@ -210,7 +249,7 @@ void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir
     std::string line = "  ";
     for (size_t c = 0; c < row.size(); ++c) {
       // Numbers right-aligned, words left-aligned.
-      bool numeric = c == 2 || c == 3;
+      bool numeric = c == 2 || c == 3 || c == 4;
       line += numeric ? fmt::format("{:>{}}", row[c], widths[c])
                       : fmt::format("{:<{}}", row[c], widths[c]);
       line += c + 1 < row.size() ? "  " : "";
@@ -219,6 +258,13 @@ void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir
       line.pop_back();
     }
     fmt::print(m_out, "{}\n", line);
+  }
+  if (!run.critical_path.empty()) {
+    fmt::print(m_out,
+               "\nkiln: wall time {}; critical path (*) {}: {} of builds, so {:.2f}x of it\n",
+               human_duration(run.wall_seconds), join_names(run.critical_path),
+               human_duration(run.critical_path_seconds),
+               run.critical_path_seconds > 0 ? run.wall_seconds / run.critical_path_seconds : 0.0);
   }
   fmt::print(m_out, "\nkiln: run {} {}; record: {}\n", run.run_id, run.status, run_dir.string());
   std::fflush(m_out);

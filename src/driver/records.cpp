@@ -101,6 +101,9 @@ Json stage_json(const StageRecord& s) {
   return {{"name", s.name},
           {"tag", s.tag},
           {"status", s.status},
+          {"outcome", s.outcome},
+          {"needs", s.needs},
+          {"gates_not_run", s.gates_not_run},
           {"command", s.command},
           {"started", s.started},
           {"ended", s.ended},
@@ -126,6 +129,30 @@ void CompileReport::add(const cc::CompileStats& stats) {
   sccache_lost += stats.sccache == cc::SccacheServer::lost ? 1 : 0;
   sccache_failed += stats.sccache == cc::SccacheServer::failed ? 1 : 0;
   sccache_absent += stats.sccache == cc::SccacheServer::absent ? 1 : 0;
+}
+
+void mark_critical_path(RunRecord& run) {
+  // Stages are recorded in run order, needs first: one pass finds each stage's longest chain.
+  std::map<std::string, std::pair<double, std::string>> longest; // name -> (sum, previous)
+  std::string last;
+  for (const auto& stage : run.stages) {
+    std::pair<double, std::string> best{0, ""};
+    for (const auto& need : stage.needs) {
+      if (auto found = longest.find(need);
+          found != longest.end() && found->second.first > best.first) {
+        best = {found->second.first, need};
+      }
+    }
+    longest[stage.name] = {best.first + stage.seconds, best.second};
+    if (last.empty() || longest[stage.name].first > longest[last].first) {
+      last = stage.name;
+    }
+  }
+  run.critical_path.clear();
+  run.critical_path_seconds = last.empty() ? 0 : longest[last].first;
+  for (std::string at = last; !at.empty(); at = longest[at].second) {
+    run.critical_path.insert(run.critical_path.begin(), at);
+  }
 }
 
 StageRecord* RunRecord::find_stage(const std::string& name) {
@@ -163,6 +190,10 @@ std::string manifest_json(const RunRecord& run) {
               {"status", run.status},
               {"status_reason", run.status_reason},
               {"record_errors", run.record_errors},
+              {"max_parallel", run.max_parallel},
+              {"wall_seconds", rounded(run.wall_seconds)},
+              {"critical_path",
+               {{"stages", run.critical_path}, {"seconds", rounded(run.critical_path_seconds)}}},
               {"stages", stages},
               {"resources", resources}};
   // Engine output is not always UTF-8 (a Latin-1 compiler message, a binary dumped to the

@@ -15,7 +15,7 @@
 namespace kiln {
 
 /// The manifest schema version; bump it on any change a reader could notice (docs/records.md).
-constexpr int k_manifest_schema = 4;
+constexpr int k_manifest_schema = 5;
 
 /// What the kiln-cc steps of one attempt reported, summed over the steps that reported.
 struct CompileReport {
@@ -92,7 +92,13 @@ struct StageRecord {
   std::string tag;
   std::string status = "pending"; // pending | running | ok | failed | refused | interrupted |
                                   // skipped | abandoned (refused: a gate stopped it)
-  std::string command;            // the engine argv, shell-quoted
+  /// How it ended, for a reader of a run that kept going: built | reused (every step cached) |
+  /// failed | refused | interrupted | skipped:<the failed stage it needed, or why the run
+  /// stopped>; "" until it ended.
+  std::string outcome;
+  std::vector<std::string> gates_not_run; // the gates a skipped stage would have run
+  std::vector<std::string> needs;         // the stages of this run it built on
+  std::string command;                    // the engine argv, shell-quoted
   std::string started;
   std::string ended;
   double seconds = 0;
@@ -119,18 +125,29 @@ struct RunRecord {
   int pid = 0; // kiln's own, while it runs
   std::string started;
   std::string ended;
-  std::string status = "running"; // running | ok | failed:<stage> | refused:<gate>:<stage> |
+  std::string status = "running"; // running | ok | failed:<stage>[,<stage>...] |
+                                  // refused:<gate>:<stage>[,...] |
                                   // interrupted | refused:disk | record-incomplete | crashed |
                                   // abandoned
   std::string status_reason;      // why it crashed or was abandoned
   std::vector<std::string> record_errors; // writes of this record that failed, first first
   std::vector<StageRecord> stages;
   std::vector<PhaseSummary> resources; // the sampler's summary per phase, once the run ended
+  int max_parallel = 0;                // stages it let build at once
+  double wall_seconds = 0;             // from its start to its end, once it ended
+  /// The chain of needs whose build times add up to the most: no schedule could have ended
+  /// the run sooner than their sum.
+  std::vector<std::string> critical_path;
+  double critical_path_seconds = 0;
 
   StageRecord* find_stage(const std::string& name);
 };
 
 std::string manifest_json(const RunRecord& run);
+
+/// Set the run's critical path from its stages' needs and build times. Stages must be in run
+/// order (every stage after those it needs), as a run records them.
+void mark_critical_path(RunRecord& run);
 
 /// A stage's newest successful build in an earlier run.
 struct LastOk {

@@ -1,10 +1,15 @@
 #include "driver/run_loop.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
+#include <deque>
+#include <exception>
 #include <map>
 #include <mutex>
+#include <set>
+#include <thread>
 
 #include <unistd.h>
 
@@ -26,6 +31,7 @@
 #include "driver/records_lock.h"
 #include "driver/run_folder.h"
 #include "driver/salvage.h"
+#include "driver/scheduler.h"
 #include "gates/smoke_floors.h"
 #include "lint/lint.h"
 #include "resources/budget.h"
@@ -181,6 +187,22 @@ private:
   enum class StageEnd { ok, failed, refused, interrupted };
   int execute_stages(const std::vector<const Stage*>& stages,
                      const std::vector<BuildRequest>& requests);
+  /// Start what the scheduler says may start, wait for a stage to end, repeat. Each stage
+  /// builds on a thread of its own; every thread holds m_mutex except while it waits on the
+  /// engine, so the record changes one stage at a time.
+  void schedule(const std::vector<const Stage*>& stages, const std::vector<BuildRequest>& requests,
+                const Budget& budget, DiskWatchdog& watchdog);
+  /// One stage from its disk floor to its last gate, on its own thread, m_mutex held.
+  StageEnd run_stage(size_t index, BuildRequest request, const Budget& share);
+  /// Record how stage `index` ended and what the run's status must say of it.
+  void stage_ended(size_t index, StageEnd end);
+  /// Record the stages the scheduler skipped since the last call.
+  void record_skipped();
+  /// The run's status and exit code from how its stages ended.
+  int run_outcome();
+  /// The stages past their gates and building now: the disk watchdog's episode.
+  std::string building_names() const;
+  void set_stage_phase(const std::string& stage, const std::string& phase);
   /// End the run `crashed` after `reason` escaped the run loop.
   int crashed(const std::string& reason);
   StageEnd build_stage(const Stage& stage, BuildRequest request, int index, int count);
@@ -200,9 +222,8 @@ private:
   /// leaves it on disk.
   AttemptRecord& begin_attempt(StageRecord& record, const BuildRequest& request, int number,
                                std::string log);
-  /// A stage a gate kept from starting: its record, the run's status, the console line.
-  void not_started(const Stage& stage, StageRecord& record, std::string status,
-                   std::string run_status, size_t index, size_t count);
+  /// A stage a gate kept from starting: its record and the console line.
+  void not_started(const Stage& stage, StageRecord& record, std::string status);
   /// Take back the image of a stage that built but failed after the build, so no later stage or
   /// run is handed it as good.
   void withdraw(const Stage& stage, const BuildRequest& request, const std::string& why);
@@ -224,18 +245,22 @@ private:
   void start_sampler();
   /// Stop sampling and summarise it per phase, on every way out of a run.
   void finish_sampler();
-  /// Slugs a reclaim must not trim while stage `index` of `stages` is next: the stages still to
-  /// run and the one just completed.
-  std::vector<std::string> protected_slugs(const std::vector<const Stage*>& stages,
-                                           size_t index) const;
-  /// This chain's own image tags that the stages from `index` on do not need.
-  std::vector<std::string> removable_tags(const std::vector<const Stage*>& stages,
-                                          size_t index) const;
+  /// Whether stage `index` of the run is still wanted: waiting or running, or needed by a
+  /// stage that is.
+  bool still_wanted(size_t index) const;
+  /// Slugs a reclaim must not trim now: those of every stage still wanted.
+  std::vector<std::string> protected_slugs() const;
+  /// This chain's own image tags that no stage still wanted builds on; none while another
+  /// stage builds, since removing an image under a running build could break it.
+  std::vector<std::string> removable_tags() const;
   /// Every line of a disk verdict to driver.log; warnings and reclaims to the console too.
   void disk_log(const std::string& line);
-  /// The job budget of `stage`, logged and recorded; written where the build can mount it.
-  /// False, with the record's failure set, when it could not be written.
-  bool prepare_budget(const Stage& stage, const BuildRequest& request, StageRecord& record);
+  /// The job budget the running stages share: the memory-bounded budget of the host.
+  std::optional<Budget> run_budget();
+  /// The share of the budget `stage` builds with, logged and recorded; written where the build
+  /// can mount it. False, with the record's failure set, when it could not be written.
+  bool prepare_budget(const Stage& stage, const BuildRequest& request, const Budget& share,
+                      StageRecord& record);
 
   const Chain& m_chain;
   const Engine& m_engine;
@@ -255,24 +280,76 @@ private:
   RunSeams m_seams;
   std::mutex m_save_mutex; // the crash path may save from another thread
   bool m_record_error_shown = false;
+
+  /// Held by whichever thread changes the record; a stage's thread lets go of it only while
+  /// it waits on the engine or a cooldown.
+  std::mutex m_mutex;
+  /// Every build and cooldown of the run watches this one: Ctrl-C reaches it from the
+  /// interrupt token, and an internal error stops every stage with it.
+  CancelToken m_cancel;
+  const std::vector<const Stage*>* m_stages = nullptr;
+  std::optional<Scheduler> m_scheduler;
+  std::vector<std::string> m_failed;  // stages that failed, in the order they ended
+  std::vector<std::string> m_refused; // the run statuses of the gates that refused
+  bool m_interrupted = false;
+  std::set<std::string> m_building;
+  std::mutex m_phase_mutex; // the sampler's phase: set from the builds' progress
+  std::map<std::string, std::string> m_phases;
 };
 
-std::vector<std::string> Run::protected_slugs(const std::vector<const Stage*>& stages,
-                                              size_t index) const {
+/// Let go of a held mutex for a scope: a stage's thread waiting on its engine must not keep
+/// the other stages from their record.
+class Unlocked {
+public:
+  explicit Unlocked(std::mutex& mutex) : m_mutex(mutex) { m_mutex.unlock(); }
+  ~Unlocked() { m_mutex.lock(); }
+  Unlocked(const Unlocked&) = delete;
+  Unlocked& operator=(const Unlocked&) = delete;
+
+private:
+  std::mutex& m_mutex;
+};
+
+bool Run::still_wanted(size_t index) const {
+  auto active = [&](size_t i) {
+    StageState state = m_scheduler->state(i);
+    return state == StageState::waiting || state == StageState::running;
+  };
+  if (active(index)) {
+    return true;
+  }
+  const std::string& name = (*m_stages)[index]->name;
+  for (size_t i = 0; i < m_stages->size(); ++i) {
+    const auto& needs = (*m_stages)[i]->needs;
+    if (active(i) && std::find(needs.begin(), needs.end(), name) != needs.end()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<std::string> Run::protected_slugs() const {
   std::vector<std::string> names;
-  for (size_t i = index > 0 ? index - 1 : 0; i < stages.size(); ++i) {
-    names.push_back(m_chain.cache_slug(*stages[i]).filename().string());
+  for (size_t i = 0; i < m_stages->size(); ++i) {
+    if (still_wanted(i)) {
+      names.push_back(m_chain.cache_slug(*(*m_stages)[i]).filename().string());
+    }
   }
   return names;
 }
 
-std::vector<std::string> Run::removable_tags(const std::vector<const Stage*>& stages,
-                                             size_t index) const {
+std::vector<std::string> Run::removable_tags() const {
+  if (m_scheduler->running() > 1) {
+    return {};
+  }
   std::vector<std::string> keep;
-  for (size_t i = index > 0 ? index - 1 : 0; i < stages.size(); ++i) {
-    keep.push_back(stages[i]->tag);
-    for (const auto& need : stages[i]->needs) {
-      keep.push_back(m_chain.find_stage(need)->tag);
+  for (size_t i = 0; i < m_stages->size(); ++i) {
+    const Stage& stage = *(*m_stages)[i];
+    if (still_wanted(i)) {
+      keep.push_back(stage.tag);
+      for (const auto& need : stage.needs) {
+        keep.push_back(m_chain.find_stage(need)->tag);
+      }
     }
   }
   std::vector<std::string> removable;
@@ -354,27 +431,33 @@ void Run::finish_sampler() {
   }
 }
 
-bool Run::prepare_budget(const Stage& stage, const BuildRequest& request, StageRecord& record) {
+std::optional<Budget> Run::run_budget() {
   auto mem = read_meminfo();
   if (!mem) {
-    m_folder.log(fmt::format("stage {}: no job budget: {}", stage.name, mem.error()));
-    return true;
+    m_folder.log(fmt::format("no job budget: {}", mem.error()));
+    return std::nullopt;
   }
-  Budget budget = job_budget(
-      *mem, online_cores(), m_chain.resources.host_reserve_gb, m_chain.resources.memory_limit_gb,
-      stage.mem_per_job_gb.value_or(m_chain.resources.mem_per_job_gb), m_options.jobs);
-  record.jobs = budget.jobs;
-  record.memory_limit_gb = budget.memory_limit_gb;
+  Budget budget = job_budget(*mem, online_cores(), m_chain.resources.host_reserve_gb,
+                             m_chain.resources.memory_limit_gb, m_chain.resources.mem_per_job_gb,
+                             m_options.jobs);
+  m_folder.log(
+      fmt::format("budget: {}{}", budget.reason, m_options.jobs ? " (--jobs/KILN_JOBS)" : ""));
+  return budget;
+}
+
+bool Run::prepare_budget(const Stage& stage, const BuildRequest& request, const Budget& share,
+                         StageRecord& record) {
+  record.jobs = share.jobs;
+  record.memory_limit_gb = share.memory_limit_gb;
   for (const auto& secret : request.secrets) {
     if (secret.id != k_budget_secret) {
       continue;
     }
-    m_folder.log(fmt::format("stage {}: budget: {}{}", stage.name, budget.reason,
-                             m_options.jobs ? " (--jobs/KILN_JOBS)" : ""));
+    m_folder.log(fmt::format("stage {}: budget: {}", stage.name, share.reason));
     std::error_code ignored;
     std::filesystem::create_directories(secret.file.parent_path(), ignored);
     if (auto written =
-            write_file_atomic(secret.file, budget_file_text(budget), Durability::rename_only);
+            write_file_atomic(secret.file, budget_file_text(share), Durability::rename_only);
         !written) {
       // The build would fail on the missing secret file with a message that names neither
       // kiln nor the write: say what failed here instead.
@@ -453,9 +536,13 @@ AttemptOutcome Run::run_logged(const Stage& stage, const BuildRequest& request, 
     a.exit_code = -1;
     return outcome;
   }
-  BuildLimits limits{stage.timeout, stage.stall_timeout, nullptr};
-  AttemptOutcome outcome = run_attempt(m_engine, request, *log, on_progress, limits,
-                                       [this] { m_console.stage_output(); });
+  BuildLimits limits{stage.timeout, stage.stall_timeout, &m_cancel};
+  AttemptOutcome outcome;
+  {
+    Unlocked waiting(m_mutex);
+    outcome = run_attempt(m_engine, request, *log, on_progress, limits,
+                          [&] { m_console.stage_output(stage.name); });
+  }
   a.seconds = seconds_since(start);
   a.exit_code = outcome.exit.spawn_error.empty() ? outcome.exit.status_code() : -1;
   a.steps_run = outcome.progress.steps_run;
@@ -485,13 +572,10 @@ AttemptRecord& Run::begin_attempt(StageRecord& record, const BuildRequest& reque
   return attempt;
 }
 
-void Run::not_started(const Stage& stage, StageRecord& record, std::string status,
-                      std::string run_status, size_t index, size_t count) {
+void Run::not_started(const Stage& stage, StageRecord& record, std::string status) {
   record.status = std::move(status);
   record.ended = utc_iso8601(m_clock.wall());
-  m_record.status = std::move(run_status);
-  m_console.note(
-      fmt::format("[{}/{}] {}: not started: {}", index + 1, count, stage.name, record.failure));
+  m_console.note(fmt::format("[{}] not started: {}", stage.name, record.failure));
   save();
 }
 
@@ -550,7 +634,7 @@ std::string Run::post_build_gates(const Stage& stage, StageRecord& record,
                                   const std::filesystem::path& log) {
   if (stage.kind == StageKind::smoke) {
     if (SmokeVerdict verdict = smoke_gate(stage, record, log); !verdict.ok) {
-      m_record.status = "refused:smoke:" + stage.name;
+      m_refused.push_back("refused:smoke:" + stage.name);
       return "smoke gate: " + verdict.reason;
     }
   }
@@ -560,7 +644,7 @@ std::string Run::post_build_gates(const Stage& stage, StageRecord& record,
     bool pass = gate.verdict == "pass";
     record.gates.push_back(std::move(gate));
     if (!pass) {
-      m_record.status = "refused:image-env:" + stage.name;
+      m_refused.push_back("refused:image-env:" + stage.name);
       return fmt::format("image-env gate: the image of stage {} carries the build host{}; move "
                          "each setting to an ARG or a secret, never ENV (details in driver.log)",
                          stage.name,
@@ -623,10 +707,8 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
 
     AttemptRecord& a = record.attempts.back();
     AttemptOutcome outcome = run_logged(stage, request, a, [&](const BuildProgress& progress) {
-      m_console.stage_progress(progress);
-      if (m_sampler) {
-        m_sampler->set_phase(phase_name(stage, progress));
-      }
+      m_console.stage_progress(stage.name, progress);
+      set_stage_phase(stage.name, phase_name(stage, progress));
     });
     record.seconds = seconds_since(stage_start);
 
@@ -636,7 +718,8 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
                              interrupt_signal_name());
       m_folder.log(
           fmt::format("stage {}: attempt {}/{} {}", stage.name, n, stage.attempts, a.reason));
-      m_console.stage_finished(fmt::format("interrupted after {}", human_duration(a.seconds)));
+      m_console.stage_finished(stage.name,
+                               fmt::format("interrupted after {}", human_duration(a.seconds)));
       return StageEnd::interrupted;
     }
     a.compile = outcome.compile;
@@ -656,7 +739,7 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
         m_folder.log(fmt::format("stage {}: attempt {}/{} built, but {}", stage.name, n,
                                  stage.attempts, floor.note));
         withdraw(stage, request, "it failed its compile-request floor");
-        m_console.stage_finished("failed: " + floor.note);
+        m_console.stage_finished(stage.name, "failed: " + floor.note);
         return StageEnd::failed;
       }
       if (std::string refused = post_build_gates(stage, record, m_folder.path() / a.log);
@@ -664,13 +747,13 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
         record.failure = refused;
         m_folder.log(fmt::format("stage {}: attempt {}/{} built, but the {}", stage.name, n,
                                  stage.attempts, refused));
-        m_console.stage_finished("refused: " + refused);
+        m_console.stage_finished(stage.name, "refused: " + refused);
         return StageEnd::refused;
       }
       // publish() adds an attempt to the record, which may move `a`: keep the build's own.
       const AttemptRecord built = a;
       if (deferred && !publish(stage, *deferred, record)) {
-        m_console.stage_finished("failed: " + record.failure);
+        m_console.stage_finished(stage.name, "failed: " + record.failure);
         return StageEnd::failed;
       }
       std::string vertices = built.vertices > 0 ? fmt::format(", {}/{} vertices cached",
@@ -680,10 +763,11 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
                                "image {}",
                                stage.name, n, stage.attempts, built.seconds, built.steps_cached,
                                built.steps_run, vertices, record.image_id));
-      m_console.stage_finished(fmt::format(
-          "ok in {}{}", human_duration(built.seconds),
-          built.steps_run > 0 && built.steps_cached == built.steps_run ? " (all steps cached)"
-                                                                       : ""));
+      m_console.stage_finished(
+          stage.name, fmt::format("ok in {}{}", human_duration(built.seconds),
+                                  built.steps_run > 0 && built.steps_cached == built.steps_run
+                                      ? " (all steps cached)"
+                                      : ""));
       return StageEnd::ok;
     }
 
@@ -727,8 +811,8 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
         smoke_gate(stage, record, m_folder.path() / a.log); // the counts, for the record
       }
       m_folder.log(failed);
-      m_console.stage_finished(
-          fmt::format("failed after {}: {}", human_duration(a.seconds), verdict.reason));
+      m_console.stage_finished(stage.name, fmt::format("failed after {}: {}",
+                                                       human_duration(a.seconds), verdict.reason));
       m_console.failure_tail(outcome.tail, log_path);
       salvage_failed_build(
           {m_chain, m_engine, m_folder, m_console, m_options.no_salvage, [this] { save(); }}, stage,
@@ -738,20 +822,285 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
     std::chrono::milliseconds cooldown = cooldown_before(n + 1, m_chain.defaults);
     double cooldown_s = std::chrono::duration<double>(cooldown).count();
     m_folder.log(failed + fmt::format("; retrying in {:.0f}s", cooldown_s));
-    m_console.stage_finished(fmt::format(
-        "attempt {}/{} failed ({}: {}); retrying in {}", n, stage.attempts, verdict.class_name,
-        printable(verdict.matched_line.substr(0, 200)), human_duration(cooldown_s)));
+    m_console.stage_finished(
+        stage.name, fmt::format("attempt {}/{} failed ({}: {}); retrying in {}", n, stage.attempts,
+                                verdict.class_name, printable(verdict.matched_line.substr(0, 200)),
+                                human_duration(cooldown_s)));
     if (verdict.class_name == k_cache_import_class) {
       drop_registry_cache_after_flakes(stage, request, ++import_flakes, n + 1);
     }
     save();
     previous_tail = std::move(outcome.evidence);
-    if (!m_clock.sleep_for(cooldown, interrupt_token())) {
+    bool slept = false;
+    {
+      Unlocked waiting(m_mutex);
+      slept = m_clock.sleep_for(cooldown, m_cancel);
+    }
+    if (!slept) {
       m_folder.log(fmt::format("stage {}: interrupted during the cooldown", stage.name));
       return StageEnd::interrupted;
     }
   }
   return StageEnd::failed; // unreachable: the last attempt's verdict is never `retry`
+}
+
+std::string Run::building_names() const {
+  return join(std::vector<std::string>(m_building.begin(), m_building.end()), ",");
+}
+
+void Run::set_stage_phase(const std::string& stage, const std::string& phase) {
+  if (!m_sampler) {
+    return;
+  }
+  std::lock_guard lock(m_phase_mutex);
+  if (phase.empty()) {
+    m_phases.erase(stage);
+  } else {
+    m_phases[stage] = phase;
+  }
+  if (!m_phases.empty()) {
+    std::vector<std::string> phases;
+    for (const auto& [name, each] : m_phases) {
+      phases.push_back(each);
+    }
+    m_sampler->set_phase(join(phases, "+"));
+  }
+}
+
+Run::StageEnd Run::run_stage(size_t index, BuildRequest request, const Budget& share) {
+  const Stage& stage = *(*m_stages)[index];
+  StageRecord& record = *m_record.find_stage(stage.name);
+  set_stage_phase(stage.name, stage.name);
+  double floor = stage.disk_floor_gb.value_or(m_chain.disk.floor_gb);
+  if (floor > 0) {
+    GateResult gate =
+        stage_floor(m_disk, stage.name, floor, protected_slugs(), m_store, removable_tags());
+    for (const auto& line : gate.lines) {
+      disk_log(line);
+    }
+    if (!gate.ok) {
+      record.failure = gate.message;
+      m_folder.log(fmt::format("stage {}: disk floor refused it: {}", stage.name, gate.message));
+      not_started(stage, record, "failed");
+      return StageEnd::failed;
+    }
+  }
+  bool parents_pass = parent_gates(stage, request, record);
+  if (interrupt_signal() != 0 || m_cancel.cancelled()) {
+    // A Ctrl-C stops the pulls and inspects of the gates too; what they left is no verdict.
+    record.failure = fmt::format("interrupted by {} before it started", interrupt_signal_name());
+    not_started(stage, record, "interrupted");
+    return StageEnd::interrupted;
+  }
+  if (!parents_pass) {
+    m_refused.push_back("refused:image-env:" + stage.name);
+    not_started(stage, record, "refused");
+    return StageEnd::refused;
+  }
+  if (share.memory_limit_gb > 0 && !prepare_budget(stage, request, share, record)) {
+    m_folder.log(fmt::format("stage {}: not started: {}", stage.name, record.failure));
+    not_started(stage, record, "failed");
+    return StageEnd::failed;
+  }
+  m_building.insert(stage.name);
+  return build_stage(stage, std::move(request), static_cast<int>(index) + 1,
+                     static_cast<int>(m_stages->size()));
+}
+
+void Run::stage_ended(size_t index, StageEnd end) {
+  const Stage& stage = *(*m_stages)[index];
+  StageRecord& record = *m_record.find_stage(stage.name);
+  set_stage_phase(stage.name, "");
+  m_building.erase(stage.name);
+  record.ended = utc_iso8601(m_clock.wall());
+  switch (end) {
+  case StageEnd::ok: {
+    record.status = "ok";
+    const AttemptRecord* build = nullptr;
+    for (const auto& attempt : record.attempts) {
+      if (attempt.verdict == "ok" && attempt.log.find(".publish.") == std::string::npos) {
+        build = &attempt;
+      }
+    }
+    bool cached =
+        build != nullptr && build->steps_run > 0 && build->steps_cached == build->steps_run;
+    record.outcome = cached ? "reused" : "built";
+    break;
+  }
+  case StageEnd::failed:
+    record.status = "failed";
+    record.outcome = "failed";
+    m_failed.push_back(stage.name);
+    break;
+  case StageEnd::refused:
+    record.status = "refused"; // the run's status names the gate
+    record.outcome = "refused";
+    break;
+  case StageEnd::interrupted:
+    record.status = "interrupted";
+    record.outcome = "interrupted";
+    m_interrupted = true;
+    break;
+  }
+  m_scheduler->finish(index, end == StageEnd::ok);
+  record_skipped();
+  save();
+}
+
+void Run::record_skipped() {
+  for (size_t index : m_scheduler->take_skipped()) {
+    const Stage& stage = *(*m_stages)[index];
+    StageRecord& record = *m_record.find_stage(stage.name);
+    const std::string& because = m_scheduler->skipped_because(index);
+    record.status = "skipped";
+    record.outcome = "skipped:" + because;
+    if (stage.kind == StageKind::smoke) {
+      record.gates_not_run.push_back("smoke");
+    }
+    if (m_gates->graded_after_build(stage)) {
+      record.gates_not_run.push_back("image-env");
+    }
+    std::string gates = record.gates_not_run.empty()
+                            ? std::string()
+                            : "; gates not run: " + join(record.gates_not_run, ", ");
+    std::string why;
+    if (m_chain.find_stage(because) == nullptr) {
+      why = "the run stopped before it (" + because + ")";
+    } else if (m_options.fail_fast) {
+      why = fmt::format("--fail-fast, and stage {} failed", because);
+    } else {
+      why = fmt::format("it needs {}, which did not succeed", because);
+    }
+    m_folder.log(fmt::format("stage {}: skipped: {}{}", stage.name, why, gates));
+    if (m_chain.find_stage(because) != nullptr) {
+      m_console.note(fmt::format("[{}] skipped: {}{}", stage.name, why, gates));
+    }
+  }
+}
+
+void Run::schedule(const std::vector<const Stage*>& stages,
+                   const std::vector<BuildRequest>& requests, const Budget& budget,
+                   DiskWatchdog& watchdog) {
+  std::vector<PlanStage> plan;
+  for (const Stage* stage : stages) {
+    PlanStage& node = plan.emplace_back();
+    node.name = stage->name;
+    node.weight = stage->weight;
+    for (const auto& need : stage->needs) {
+      for (size_t i = 0; i < stages.size(); ++i) {
+        if (stages[i]->name == need) {
+          node.needs.push_back(i); // a need outside the selection was built before
+        }
+      }
+    }
+  }
+  int max_parallel = m_options.parallel.value_or(
+      m_chain.resources.max_parallel.value_or(std::max(1, budget.jobs)));
+  std::unique_lock lock(m_mutex);
+  m_stages = &stages;
+  m_record.max_parallel = max_parallel;
+  m_scheduler.emplace(std::move(plan),
+                      SchedulerLimits{max_parallel, budget.jobs, m_options.fail_fast});
+  m_folder.log(fmt::format("schedule: up to {} stage(s) at once{}, sharing {} job(s); {}",
+                           max_parallel,
+                           m_options.parallel               ? " (--parallel)"
+                           : m_chain.resources.max_parallel ? " (max_parallel)"
+                                                            : " (one per job)",
+                           budget.jobs,
+                           m_options.fail_fast ? "--fail-fast: the first failure stops "
+                                                 "the run starting stages"
+                                               : "a failure skips only what needs it"));
+  struct Ended {
+    size_t index;
+    StageEnd end;
+    std::exception_ptr error;
+  };
+  std::deque<Ended> ended;
+  std::condition_variable wake;
+  std::vector<std::thread> threads;
+  std::exception_ptr error;
+  bool stopped = false;
+  std::string episode;
+  auto watch = [&] {
+    std::string running = building_names();
+    if (running != episode) {
+      episode = running;
+      if (running.empty()) {
+        watchdog.stop();
+      } else {
+        watchdog.start(running, protected_slugs());
+      }
+    }
+  };
+  while (!m_scheduler->done()) {
+    // Ctrl-C, or a second one, reaches every build through the run's token.
+    while (m_cancel.level() < interrupt_token().level()) {
+      m_cancel.cancel();
+    }
+    if (!stopped && (interrupt_signal() != 0 || error)) {
+      stopped = true;
+      m_interrupted = m_interrupted || interrupt_signal() != 0;
+      m_scheduler->stop(error ? "an internal error" : "interrupted");
+      record_skipped();
+      save();
+    }
+    for (const StageStart& start : m_scheduler->start_ready()) {
+      const Stage& stage = *stages[start.stage];
+      Budget share = budget_share(budget, start.jobs, stage.mem_per_job_gb);
+      threads.emplace_back([this, &ended, &wake, &requests, start, share] {
+        std::unique_lock held(m_mutex);
+        Ended end{start.stage, StageEnd::failed, nullptr};
+        try {
+          end.end = run_stage(start.stage, requests[start.stage], share);
+        } catch (...) {
+          end.error = std::current_exception();
+        }
+        ended.push_back(end);
+        wake.notify_all();
+      });
+    }
+    watch();
+    // Woken by a stage that ended; a tenth of a second at most, to notice Ctrl-C.
+    wake.wait_for(lock, std::chrono::milliseconds(100), [&] { return !ended.empty(); });
+    while (!ended.empty()) {
+      Ended end = ended.front();
+      ended.pop_front();
+      if (end.error) {
+        error = error ? error : end.error;
+        m_cancel.cancel(); // the run cannot end well: stop every build now
+        m_scheduler->finish(end.index, false);
+        continue;
+      }
+      stage_ended(end.index, end.end);
+    }
+    watch();
+  }
+  {
+    Unlocked joining(m_mutex);
+    for (auto& thread : threads) {
+      thread.join();
+    }
+  }
+  if (error) {
+    std::rethrow_exception(error);
+  }
+}
+
+int Run::run_outcome() {
+  if (m_interrupted || interrupt_signal() != 0) {
+    m_record.status = "interrupted";
+    return k_exit_interrupted;
+  }
+  if (!m_failed.empty()) {
+    m_record.status = "failed:" + join(m_failed, ",");
+    return k_exit_failed;
+  }
+  if (!m_refused.empty()) {
+    m_record.status = join(m_refused, ",");
+    return k_exit_gate;
+  }
+  m_record.status = "ok";
+  return k_exit_ok;
 }
 
 int Run::execute(const std::vector<const Stage*>& stages,
@@ -852,85 +1201,11 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
   start_sampler();
   DiskWatchdog watchdog(
       m_disk, [this](const std::string& line) { disk_log(line); }, m_store);
-  int exit_code = k_exit_ok;
-  for (size_t i = 0; i < stages.size(); ++i) {
-    const Stage& stage = *stages[i];
-    StageRecord& record = *m_record.find_stage(stage.name);
-    if (exit_code == k_exit_ok && interrupt_signal() != 0) {
-      m_record.status = "interrupted";
-      exit_code = k_exit_interrupted;
-    }
-    if (exit_code != k_exit_ok) {
-      record.status = "skipped";
-      m_folder.log(fmt::format("stage {}: skipped, the run stopped before it", stage.name));
-      continue;
-    }
-    if (m_sampler) {
-      m_sampler->set_phase(stage.name);
-    }
-    double floor = stage.disk_floor_gb.value_or(m_chain.disk.floor_gb);
-    if (floor > 0) {
-      GateResult gate = stage_floor(m_disk, stage.name, floor, protected_slugs(stages, i), m_store,
-                                    removable_tags(stages, i));
-      for (const auto& line : gate.lines) {
-        disk_log(line);
-      }
-      if (!gate.ok) {
-        record.failure = gate.message;
-        m_folder.log(fmt::format("stage {}: disk floor refused it: {}", stage.name, gate.message));
-        not_started(stage, record, "failed", "failed:" + stage.name, i, stages.size());
-        exit_code = k_exit_failed;
-        continue;
-      }
-    }
-    bool parents_pass = parent_gates(stage, requests[i], record);
-    if (interrupt_signal() != 0) {
-      // A Ctrl-C stops the pulls and inspects of the gates too; what they left is no verdict.
-      record.failure = fmt::format("interrupted by {} before it started", interrupt_signal_name());
-      not_started(stage, record, "interrupted", "interrupted", i, stages.size());
-      exit_code = k_exit_interrupted;
-      continue;
-    }
-    if (!parents_pass) {
-      not_started(stage, record, "refused", "refused:image-env:" + stage.name, i, stages.size());
-      exit_code = k_exit_gate;
-      continue;
-    }
-    if (!prepare_budget(stage, requests[i], record)) {
-      m_folder.log(fmt::format("stage {}: not started: {}", stage.name, record.failure));
-      not_started(stage, record, "failed", "failed:" + stage.name, i, stages.size());
-      exit_code = k_exit_failed;
-      continue;
-    }
-    watchdog.start(stage.name, protected_slugs(stages, i));
-    StageEnd end =
-        build_stage(stage, requests[i], static_cast<int>(i) + 1, static_cast<int>(stages.size()));
-    watchdog.stop();
-    record.ended = utc_iso8601(m_clock.wall());
-    switch (end) {
-    case StageEnd::ok:
-      record.status = "ok";
-      break;
-    case StageEnd::failed:
-      record.status = "failed";
-      m_record.status = "failed:" + stage.name;
-      exit_code = k_exit_failed;
-      break;
-    case StageEnd::refused:
-      record.status = "refused"; // the run's status names the gate
-      exit_code = k_exit_gate;
-      break;
-    case StageEnd::interrupted:
-      record.status = "interrupted";
-      m_record.status = "interrupted";
-      exit_code = k_exit_interrupted;
-      break;
-    }
-    save();
-  }
-  if (exit_code == k_exit_ok) {
-    m_record.status = "ok";
-  }
+  std::optional<Budget> budget = run_budget();
+  schedule(stages, requests, budget.value_or(Budget{0, online_cores(), online_cores(), 0, ""}),
+           watchdog);
+  watchdog.stop();
+  int exit_code = run_outcome();
   finish_sampler();
   if (std::vector<std::string> lost = m_folder.write_errors(); !lost.empty()) {
     // Builds that succeeded with a record that lost writes are not an ok run: what the record
@@ -944,8 +1219,11 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
     }
   }
   m_record.ended = utc_iso8601(m_clock.wall());
-  m_folder.log(
-      fmt::format("run {}: {} in {:.1f}s", m_record.run_id, m_record.status, seconds_since(start)));
+  m_record.wall_seconds = seconds_since(start);
+  mark_critical_path(m_record);
+  m_folder.log(fmt::format("run {}: {} in {:.1f}s; critical path {} ({:.1f}s of builds)",
+                           m_record.run_id, m_record.status, m_record.wall_seconds,
+                           join(m_record.critical_path, " -> "), m_record.critical_path_seconds));
   save();
   m_console.summary(m_record, m_folder.path());
   return exit_code;
@@ -1043,6 +1321,13 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     s.name = stages[i]->name;
     s.tag = stages[i]->tag;
     s.min_compile_requests = stages[i]->min_compile_requests;
+    for (const auto& need : stages[i]->needs) {
+      for (const Stage* other : stages) {
+        if (other->name == need) {
+          s.needs.push_back(need); // a need outside the selection was built before
+        }
+      }
+    }
     s.command = quoted_command(engine.build_argv(requests[i]));
     record.stages.push_back(s);
   }

@@ -27,6 +27,8 @@ struct RunOptions {
   bool no_cache_export = false; // leave out every registry-facing cache tier (BuildKit)
   bool no_salvage = false;      // no re-drive of a failed stage's finished targets
   std::optional<int> jobs;      // --jobs / KILN_JOBS: the job budget, set outright
+  std::optional<int> parallel;  // --parallel: stages at once, over the chain's max_parallel
+  bool fail_fast = false;       // start nothing after the first failure
 };
 
 /// What a run talks to besides its engine, each replaceable by a test.

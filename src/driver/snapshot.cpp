@@ -129,10 +129,11 @@ int snapshot_stage(const Chain& chain, const Engine& engine, const std::string& 
   }
   console.stage_started({1, 1, stage_name, 1, 1, std::nullopt});
   AttemptOutcome outcome =
-      run_attempt(engine, request, *log_file,
-                  [&](const BuildProgress& progress) { console.stage_progress(progress); });
+      run_attempt(engine, request, *log_file, [&](const BuildProgress& progress) {
+        console.stage_progress(stage_name, progress);
+      });
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  console.stage_finished(outcome.exit.ok() ? "re-driven" : "stopped");
+  console.stage_finished(stage_name, outcome.exit.ok() ? "re-driven" : "stopped");
   fs::remove_all(request.layout, error);
 
   auto text = read_file(log);

@@ -66,6 +66,24 @@ Budget job_budget(const MemInfo& mem, int cores, std::optional<double> host_rese
   return budget;
 }
 
+Budget budget_share(const Budget& whole, int jobs, std::optional<double> mem_per_job_gb) {
+  Budget share = whole;
+  share.jobs = std::clamp(jobs, 1, std::max(1, whole.jobs));
+  share.memory_limit_gb = whole.memory_limit_gb * share.jobs / std::max(1, whole.jobs);
+  share.reason = fmt::format("{} of the run's {} jobs and {:.1f} of its {:.1f} GB", share.jobs,
+                             whole.jobs, share.memory_limit_gb, whole.memory_limit_gb);
+  if (mem_per_job_gb && *mem_per_job_gb > 0) {
+    int fit = std::max(1, static_cast<int>(share.memory_limit_gb / *mem_per_job_gb));
+    if (fit < share.jobs) {
+      share.reason += fmt::format(", jobs {} = {:.1f} GB / {:.1f} GB per job (the stage's "
+                                  "mem_per_job_gb)",
+                                  fit, share.memory_limit_gb, *mem_per_job_gb);
+      share.jobs = fit;
+    }
+  }
+  return share;
+}
+
 std::string budget_file_text(const Budget& b) {
   return fmt::format("JOBS={}\nMEMORY_LIMIT_GB={:.1f}\n", b.jobs, b.memory_limit_gb);
 }

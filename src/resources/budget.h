@@ -32,6 +32,11 @@ Budget job_budget(const MemInfo& mem, int cores, std::optional<double> host_rese
                   std::optional<double> memory_limit_gb, double mem_per_job_gb,
                   std::optional<int> jobs_override);
 
+/// The part of `whole` a stage builds with when it was granted `jobs` of its jobs: that
+/// fraction of the memory limit too, and with its own `mem_per_job_gb`, no more jobs than its
+/// memory holds (at least 1). The shares of stages building at once add up to `whole`.
+Budget budget_share(const Budget& whole, int jobs, std::optional<double> mem_per_job_gb);
+
 /// `JOBS=<n>\nMEMORY_LIMIT_GB=<limit, 1 decimal>\n`: a Dockerfile mounts it as a secret, so
 /// the budget of the host that builds never becomes part of a layer's cache key.
 std::string budget_file_text(const Budget& b);

@@ -70,11 +70,16 @@ TEST(Run, DemoChainBuildsThenServesEveryStepFromTheLayerCache) {
     }
     EXPECT_EQ(stage["attempts"][0]["steps_cached"], stage["attempts"][0]["steps_run"])
         << stage["name"] << " rebuilt a step on an unchanged chain";
+    EXPECT_EQ(stage["outcome"], "reused") << stage["name"];
     EXPECT_EQ(stage["image_id"], cold["stages"][i]["image_id"]) << stage["name"];
   }
   EXPECT_NE(second.output.find("(all steps cached)"), std::string::npos);
   // The summary table and the record path close the console output.
-  EXPECT_NE(second.output.find("stage      status  attempts  seconds  image"), std::string::npos)
+  EXPECT_NE(second.output.find("stage        outcome  attempts  seconds  jobs  image"),
+            std::string::npos)
+      << second.output;
+  EXPECT_NE(second.output.find("critical path (*) base -> toolchain -> libs -> final -> smoke: "),
+            std::string::npos)
       << second.output;
   EXPECT_NE(second.output.find("record: " + (dir.path() / "records" / "runs").string()),
             std::string::npos);

@@ -80,18 +80,39 @@ tl::expected<void, std::string> FakeEngine::withdraw_image(const BuildRequest& r
   return {};
 }
 
+std::vector<std::string> FakeEngine::events() const {
+  std::lock_guard lock(m_mutex);
+  return m_events;
+}
+
+int FakeEngine::most_at_once() const {
+  std::lock_guard lock(m_mutex);
+  return m_most_at_once;
+}
+
 ProcessExit FakeEngine::build(const BuildRequest& request, const OutputSink& sink,
                               const BuildLimits& limits) const {
   FakeBuild build = FakeBuild::ok();
   {
     std::lock_guard lock(m_mutex);
     m_builds.push_back(request.stage);
+    m_events.push_back("start " + request.stage);
+    m_most_at_once = std::max(m_most_at_once, ++m_running);
     auto& script = m_scripts[request.stage];
     if (!script.empty()) {
       build = std::move(script.front());
       script.erase(script.begin());
     }
   }
+  struct Ended {
+    const FakeEngine& engine;
+    const std::string& stage;
+    ~Ended() {
+      std::lock_guard lock(engine.m_mutex);
+      engine.m_events.push_back("end " + stage);
+      --engine.m_running;
+    }
+  } ended{*this, request.stage};
   ProcessExit exit;
   const CancelToken& cancel = limits.cancel != nullptr ? *limits.cancel : interrupt_token();
   for (const auto& line : build.lines) {
@@ -101,6 +122,11 @@ ProcessExit FakeEngine::build(const BuildRequest& request, const OutputSink& sin
       return exit;
     }
     sink(line + "\n");
+  }
+  if (build.holds.count() > 0 && !cancel.sleep_for(build.holds)) {
+    exit.interrupted = true;
+    exit.term_signal = 2;
+    return exit;
   }
   if (build.during) {
     build.during();

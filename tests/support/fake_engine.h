@@ -22,6 +22,8 @@ struct FakeBuild {
   bool timed_out = false;             // ends as if its time limit stopped it
   /// Runs in the middle of the build, after the lines: throw to play an internal failure.
   std::function<void()> during;
+  /// Real time the build takes, ended early by its cancel token: lets builds overlap.
+  std::chrono::milliseconds holds{0};
 
   /// A build of `steps` steps (`RUN step k`), each served from the cache or not, that ends
   /// with the image id line of a successful build.
@@ -45,6 +47,10 @@ public:
   std::vector<std::string> builds() const;
   /// Tags whose images were withdrawn.
   std::vector<std::string> withdrawn() const;
+  /// `start <stage>` and `end <stage>` for every build, in the order they happened.
+  std::vector<std::string> events() const;
+  /// The most builds that were running at the same moment.
+  int most_at_once() const;
 
   std::string name() const override { return "fake"; }
   tl::expected<std::string, std::string> version() const override { return std::string("1.0"); }
@@ -67,6 +73,9 @@ private:
   mutable std::vector<std::string> m_builds;
   mutable std::vector<std::string> m_withdrawn;
   mutable std::vector<std::string> m_images; // tags a successful build left
+  mutable std::vector<std::string> m_events;
+  mutable int m_running = 0;
+  mutable int m_most_at_once = 0;
 };
 
 } // namespace kiln::testing

@@ -261,5 +261,27 @@ TEST_F(RecordsTest, EtaComesFromTheNewestSuccessfulRun) {
   EXPECT_TRUE(last_ok_builds(m_root / "nowhere").empty());
 }
 
+TEST(CriticalPath, IsTheChainOfNeedsWhoseBuildTimesAddUpToTheMost) {
+  RunRecord run;
+  auto stage = [&](std::string name, double seconds, std::vector<std::string> needs) {
+    StageRecord& s = run.stages.emplace_back();
+    s.name = std::move(name);
+    s.seconds = seconds;
+    s.needs = std::move(needs);
+  };
+  stage("base", 10, {});
+  stage("ffmpeg", 300, {"base"});
+  stage("opencv", 200, {"base"});
+  stage("tvm", 100, {"opencv"});
+  stage("merge", 20, {"ffmpeg", "tvm"});
+  stage("docs", 5, {"base"});
+  mark_critical_path(run);
+  EXPECT_EQ(run.critical_path, (std::vector<std::string>{"base", "ffmpeg", "merge"}));
+  EXPECT_DOUBLE_EQ(run.critical_path_seconds, 330);
+  RunRecord empty;
+  mark_critical_path(empty);
+  EXPECT_TRUE(empty.critical_path.empty());
+}
+
 } // namespace
 } // namespace kiln

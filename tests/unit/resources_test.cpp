@@ -504,3 +504,24 @@ TEST(Budget, FileText) {
 
 } // namespace
 } // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(BudgetShare, AShareTakesItsFractionOfTheMemoryAndItsOwnMemPerJobBoundsItsJobs) {
+  Budget whole;
+  whole.jobs = 12;
+  whole.memory_limit_gb = 24;
+  Budget half = budget_share(whole, 6, std::nullopt);
+  EXPECT_EQ(half.jobs, 6);
+  EXPECT_DOUBLE_EQ(half.memory_limit_gb, 12);
+  EXPECT_EQ(half.reason, "6 of the run's 12 jobs and 12.0 of its 24.0 GB");
+  Budget heavy = budget_share(whole, 6, 4.0);
+  EXPECT_EQ(heavy.jobs, 3) << "12 GB at 4 GB per job";
+  EXPECT_DOUBLE_EQ(heavy.memory_limit_gb, 12);
+  EXPECT_EQ(budget_share(whole, 1, 64.0).jobs, 1) << "never below one job";
+  EXPECT_EQ(budget_share(whole, 99, std::nullopt).jobs, 12) << "never above the whole";
+}
+
+} // namespace
+} // namespace kiln

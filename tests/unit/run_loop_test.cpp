@@ -1,7 +1,9 @@
 // The run loop in-process: a scripted engine and a fake clock, real files for the record.
 #include "driver/run_loop.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <new>
 
 #include <gtest/gtest.h>
@@ -54,7 +56,7 @@ protected:
     int code = 0;
     {
       Console console(stream, false);
-      code = run_chain(*chain, m_engine, RunOptions{}, console, errors, {nullptr, &m_clock});
+      code = run_chain(*chain, m_engine, m_options, console, errors, {nullptr, &m_clock});
     }
     std::fclose(stream);
     std::fclose(errors);
@@ -66,6 +68,45 @@ protected:
 
   json manifest() const { return json::parse(m_dir.read("records/latest/manifest.json")); }
 
+  /// base; a, b and c on base; a2 on a; merge on a2, b and c: a chain that fans out and in.
+  void write_wide_chain(const std::string& extra = "") {
+    m_dir.write("stage.Dockerfile", "FROM scratch\nRUN step\n");
+    std::string chain = "[chain]\nname = \"wide\"\n\n[defaults]\nattempts = 1\n\n"
+                        "[disk]\nfloor_gb = 0\nguard_gb = 0\n\n"
+                        "[resources]\nsample_interval_s = 0\n" +
+                        extra + "\n";
+    for (const auto& [name, needs] :
+         std::vector<std::pair<std::string, std::string>>{{"base", ""},
+                                                          {"a", "\"base\""},
+                                                          {"b", "\"base\""},
+                                                          {"c", "\"base\""},
+                                                          {"a2", "\"a\""},
+                                                          {"merge", "\"a2\", \"b\", \"c\""}}) {
+      chain += "[[stage]]\nname = \"" + name + "\"\ndockerfile = \"stage.Dockerfile\"\nneeds = [" +
+               needs + "]\n";
+    }
+    m_dir.write("chain.toml", chain);
+  }
+
+  /// Each stage's outcome in the manifest, by name.
+  std::map<std::string, std::string> outcomes() const {
+    std::map<std::string, std::string> out;
+    json doc = manifest();
+    for (const auto& stage : doc["stages"]) {
+      out[stage["name"].get<std::string>()] = stage["outcome"].get<std::string>();
+    }
+    return out;
+  }
+
+  /// Where `event` is in the engine's events; fails the test when it is not there.
+  size_t event_at(const std::string& event) const {
+    auto events = m_engine.events();
+    auto found = std::find(events.begin(), events.end(), event);
+    EXPECT_NE(found, events.end()) << event;
+    return static_cast<size_t>(found - events.begin());
+  }
+
+  RunOptions m_options;
   TempDir m_dir;
   FakeClock m_clock;
   FakeEngine m_engine{&m_clock};
@@ -222,6 +263,92 @@ TEST_F(RunLoop, AJobBudgetThatCannotBeWrittenFailsTheStageNamingTheWrite) {
             std::string::npos)
       << stage["failure"];
   EXPECT_TRUE(m_engine.builds().empty());
+}
+
+TEST_F(RunLoop, AStageStartsAfterEveryStageItNeedsEndedAndMaxParallelIsNeverExceeded) {
+  write_wide_chain();
+  for (const char* branch : {"a", "b", "c", "a2"}) {
+    FakeBuild build = FakeBuild::ok();
+    build.holds = std::chrono::milliseconds(30);
+    m_engine.script(branch, {build});
+  }
+  m_options.parallel = 2;
+  EXPECT_EQ(run(), k_exit_ok) << m_output;
+  EXPECT_LE(m_engine.most_at_once(), 2);
+  for (const char* branch : {"a", "b", "c"}) {
+    EXPECT_GT(event_at(std::string("start ") + branch), event_at("end base")) << branch;
+  }
+  EXPECT_GT(event_at("start a2"), event_at("end a"));
+  for (const char* need : {"a2", "b", "c"}) {
+    EXPECT_GT(event_at("start merge"), event_at(std::string("end ") + need)) << need;
+  }
+  json doc = manifest();
+  EXPECT_EQ(doc["max_parallel"], 2);
+  EXPECT_EQ(doc["status"], "ok");
+}
+
+TEST_F(RunLoop, KeepGoingBuildsTheIndependentBranchesAndSkipsWhatNeedsTheFailure) {
+  write_wide_chain();
+  m_engine.script("a", {FakeBuild::failing("a.c:1:1: error: expected ';'")});
+  EXPECT_EQ(run(), k_exit_failed) << m_output;
+  EXPECT_EQ(outcomes(), (std::map<std::string, std::string>{{"base", "built"},
+                                                            {"a", "failed"},
+                                                            {"b", "built"},
+                                                            {"c", "built"},
+                                                            {"a2", "skipped:a"},
+                                                            {"merge", "skipped:a"}}));
+  json doc = manifest();
+  EXPECT_EQ(doc["status"], "failed:a");
+  EXPECT_EQ(doc["stages"][5]["status"], "skipped");
+  // merge is the chain's final stage: the image-env gate it would have run did not run.
+  EXPECT_EQ(doc["stages"][5]["gates_not_run"], json::array({"image-env"}));
+  EXPECT_NE(m_output.find("[merge] skipped: it needs a, which did not succeed; gates not run: "
+                          "image-env"),
+            std::string::npos)
+      << m_output;
+}
+
+TEST_F(RunLoop, EveryFailureIsNamedInTheRunStatus) {
+  write_wide_chain();
+  m_engine.script("a", {FakeBuild::failing("a.c:1:1: error: expected ';'")});
+  m_engine.script("c", {FakeBuild::failing("c.c:1:1: error: expected ';'")});
+  m_options.parallel = 1; // plan order: a fails before c
+  EXPECT_EQ(run(), k_exit_failed) << m_output;
+  EXPECT_EQ(manifest()["status"], "failed:a,c");
+  EXPECT_EQ(outcomes()["b"], "built");
+  EXPECT_EQ(outcomes()["merge"], "skipped:a");
+}
+
+TEST_F(RunLoop, FailFastStartsNothingAfterTheFirstFailure) {
+  write_wide_chain();
+  m_engine.script("a", {FakeBuild::failing("a.c:1:1: error: expected ';'")});
+  m_options.parallel = 1;
+  m_options.fail_fast = true;
+  EXPECT_EQ(run(), k_exit_failed) << m_output;
+  EXPECT_EQ(outcomes(), (std::map<std::string, std::string>{{"base", "built"},
+                                                            {"a", "failed"},
+                                                            {"b", "skipped:a"},
+                                                            {"c", "skipped:a"},
+                                                            {"a2", "skipped:a"},
+                                                            {"merge", "skipped:a"}}));
+  EXPECT_EQ(m_engine.builds(), (std::vector<std::string>{"base", "a"}));
+}
+
+TEST_F(RunLoop, TheJobBudgetIsSharedByTheStagesThatStartTogether) {
+  write_wide_chain();
+  m_options.jobs = 6;
+  EXPECT_EQ(run(), k_exit_ok) << m_output;
+  json doc = manifest();
+  std::map<std::string, int> jobs;
+  for (const auto& stage : doc["stages"]) {
+    jobs[stage["name"]] = stage["jobs"];
+  }
+  // base alone takes all 6; a, b and c start together and split them; a2 and merge are alone
+  // again by the time they start, or share with what still runs, never over the budget.
+  EXPECT_EQ(jobs["base"], 6);
+  EXPECT_EQ(jobs["a"] + jobs["b"] + jobs["c"], 6);
+  EXPECT_EQ(jobs["a"], 2);
+  EXPECT_EQ(jobs["merge"], 6);
 }
 
 } // namespace
