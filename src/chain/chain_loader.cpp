@@ -11,8 +11,10 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "chain/plan.h"
 #include "chain/versions.h"
 #include "dockerfile/declared_args.h"
+#include "dockerfile/external_refs.h"
 #include "dockerfile/source.h"
 #include "util/fs.h"
 #include "util/strings.h"
@@ -161,6 +163,7 @@ struct StageSource {
   std::string dockerfile; // as written
   SourcePos dockerfile_pos;
   bool dockerfile_found = false;
+  int needs_line = 0; // of the needs key, 0 when the stage has none
 };
 
 class Loader {
@@ -229,6 +232,7 @@ private:
   void check_cycles();
   void visit(size_t index, std::vector<VisitState>& state, std::vector<size_t>& path);
   void load_dockerfiles();
+  void check_dockerfile_needs();
   void check_cache_tiers();
   void check_gates();
 
@@ -843,6 +847,7 @@ void Loader::read_stage(const toml::table& table) {
     stage.tag = tag->get();
   }
   if (const auto* needs = get<toml::array>(table, where, "needs")) {
+    source.needs_line = static_cast<int>(needs->source().begin.line);
     for (const auto& element : *needs) {
       if (const auto* need = element.as_string()) {
         stage.needs.push_back(need->get());
@@ -1105,6 +1110,49 @@ void Loader::load_dockerfiles() {
   }
 }
 
+// A chain stage the Dockerfile names but needs does not list gets no build context: the engine
+// would pull an image of that name from a registry, and the run order would not wait for the
+// stage that builds it.
+void Loader::check_dockerfile_needs() {
+  for (size_t i = 0; i < m_chain.stages.size(); ++i) {
+    const Stage& stage = m_chain.stages[i];
+    if (!stage.dockerfile_source) {
+      continue;
+    }
+    KeyValues args = stage_build_args(m_chain, stage, {});
+    std::vector<std::string> reported;
+    for (const auto& ref :
+         external_refs(stage.dockerfile_source->parsed, stage.target, {args.begin(), args.end()})) {
+      std::string name = lower(ref.ref);
+      bool itself = name == stage.name;
+      bool needed = std::find(stage.needs.begin(), stage.needs.end(), name) != stage.needs.end();
+      bool seen = std::find(reported.begin(), reported.end(), name) != reported.end();
+      if (!m_stage_index.count(name) || (needed && !itself) || seen) {
+        continue;
+      }
+      reported.push_back(name);
+      SourcePos at{stage.dockerfile_source->path.string(), ref.pos.line, ref.pos.column};
+      if (itself) {
+        error(at,
+              fmt::format("{} names stage '{}' itself: a stage cannot build on its own image",
+                          ref.written, name),
+              "name a stage listed in needs, or an image from a registry by its full path");
+        continue;
+      }
+      const StageSource& source = m_sources[i];
+      std::string fix = source.needs_line > 0
+                            ? fmt::format("add \"{}\" to needs of stage '{}' ({}:{})", name,
+                                          stage.name, m_name, source.needs_line)
+                            : fmt::format("add needs = [\"{}\"] to stage '{}' ({}:{})", name,
+                                          stage.name, m_name, stage.pos.line);
+      error(at,
+            fmt::format("{} names chain stage '{}', which stage '{}' does not list in needs",
+                        ref.written, name, stage.name),
+            fix + ", or name an image from a registry by its full path");
+    }
+  }
+}
+
 void Loader::check_gates() {
   GateSettings& gates = m_chain.gates;
   for (const auto& stage : m_chain.stages) {
@@ -1280,6 +1328,7 @@ tl::expected<Chain, Diagnostics> Loader::load() {
   check_needs();
   check_cycles();
   load_dockerfiles();
+  check_dockerfile_needs();
   check_cache_tiers();
   check_gates();
 

@@ -398,6 +398,48 @@ TEST(LoadChain, DependencyCycles) {
   EXPECT_EQ(errors[1].pos.column, 10);
 }
 
+TEST(LoadChain, AChainStageTheDockerfileNamesMustBeInNeeds) {
+  Diagnostics errors = load_errors("hidden_needs");
+  const fs::path dir = k_chains / "hidden_needs";
+  std::string file = chain_file("hidden_needs");
+  EXPECT_EQ(errors.size(), 6u) << describe(errors);
+  expect_diagnostic(errors, (dir / "app.Dockerfile").string(), 3, 6,
+                    "FROM base names chain stage 'base', which stage 'app' does not list in needs",
+                    "add \"base\" to needs of stage 'app' (" + file +
+                        ":15), or name an image from a registry by its full path");
+  // Reported once however often the file names it.
+  expect_diagnostic(
+      errors, (dir / "tools.Dockerfile").string(), 3, 6,
+      "COPY --from=toolchain names chain stage 'toolchain', which stage 'tools' does not list",
+      "add \"toolchain\" to needs of stage 'tools' (" + file + ":20)");
+  expect_diagnostic(errors, (dir / "mounts.Dockerfile").string(), 2, 5,
+                    "RUN --mount=type=bind,from=toolchain,target=/t names chain stage "
+                    "'toolchain', which stage 'mounts' does not list in needs",
+                    "add needs = [\"toolchain\"] to stage 'mounts' (" + file + ":22)");
+  // Global ARGs expand as BuildKit expands them.
+  expect_diagnostic(errors, (dir / "pinned.Dockerfile").string(), 2, 6,
+                    "FROM ${PARENT} names chain stage 'base', which stage 'pinned' does not list");
+  // The Dockerfile stages the target builds on are checked, and only those.
+  expect_diagnostic(errors, (dir / "targets.Dockerfile").string(), 1, 6,
+                    "FROM toolchain names chain stage 'toolchain', which stage 'targeted'");
+}
+
+TEST(LoadChain, AStageCannotBuildOnItsOwnImage) {
+  Diagnostics errors = load_errors("hidden_needs");
+  expect_diagnostic(errors, (k_chains / "hidden_needs" / "again.Dockerfile").string(), 3, 6,
+                    "COPY --from=again names stage 'again' itself: a stage cannot build on its "
+                    "own image",
+                    "name a stage listed in needs, or an image from a registry by its full path");
+}
+
+TEST(LoadChain, ChainStagesInNeedsAndNamesThatAreNoChainStageLoad) {
+  // In needs; a stage of the same Dockerfile; an index; a registry image; scratch; a stage the
+  // target does not build on; a global ARG a build arg points at a registry.
+  auto chain = load_chain(chain_file("declared_needs"));
+  ASSERT_TRUE(chain) << describe(chain.error());
+  EXPECT_EQ(chain->stages.size(), 7u);
+}
+
 TEST(LoadChain, BuildArgKeysAndValues) {
   Diagnostics errors = load_errors("build_args");
   std::string file = chain_file("build_args");

@@ -1,5 +1,5 @@
 // What a run asks of a stage's Dockerfile, answered from its one parse: the file loaded once,
-// its named stages and the secrets its RUN steps mount.
+// its named stages, the secrets its RUN steps mount and the images its target reads.
 #include "dockerfile/source.h"
 
 #include <filesystem>
@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "dockerfile/external_refs.h"
 #include "dockerfile/mounts.h"
 #include "dockerfile/stage_names.h"
 
@@ -101,6 +102,42 @@ TEST(MountsSecret, NamingItIsNotMountingIt) {
                                     "RUN cat /run/secrets/kiln-budget\n"
                                     "ONBUILD RUN --mount=type=secret,id=kiln-budget true\n"),
                              "kiln-budget"));
+}
+
+std::vector<std::string> written(const std::vector<ExternalRef>& refs) {
+  std::vector<std::string> out;
+  for (const auto& ref : refs) {
+    out.push_back(ref.written);
+  }
+  return out;
+}
+
+TEST(ExternalRefs, OnlyOfTheStagesTheTargetBuildsOn) {
+  auto df = parsed("FROM base AS build\n"
+                   "FROM scratch AS tools\n"
+                   "COPY --from=toolchain /x /x\n"
+                   "FROM build AS out\n"
+                   "RUN --mount=from=1,target=/t --mount=type=bind,from=libs,target=/l true\n"
+                   "FROM unused\n");
+  auto refs = external_refs(df, "OUT", {});
+  EXPECT_EQ(written(refs), (std::vector<std::string>{"FROM base", "COPY --from=toolchain",
+                                                     "RUN --mount=type=bind,from=libs,target=/l"}));
+  ASSERT_EQ(refs.size(), 3u);
+  EXPECT_EQ(refs[2].ref, "libs");
+  EXPECT_EQ(refs[2].pos.line, 5);
+  EXPECT_EQ(refs[2].pos.column, 30);
+  EXPECT_EQ(written(external_refs(df, "", {})), (std::vector<std::string>{"FROM unused"}));
+  EXPECT_EQ(external_refs(df, "absent", {}).size(), 4u);
+}
+
+TEST(ExternalRefs, GlobalArgsExpandInFromButAVariableFromIsLeftOut) {
+  auto df = parsed("ARG BASE=base\nFROM ${BASE}\nARG LIBS=libs\nCOPY --from=${LIBS} /x /x\n");
+  auto refs = external_refs(df, "", {});
+  ASSERT_EQ(refs.size(), 1u);
+  EXPECT_EQ(refs[0].ref, "base");
+  EXPECT_EQ(refs[0].written, "FROM ${BASE}");
+  EXPECT_EQ(external_refs(df, "", {{"BASE", "registry.example/base:1"}})[0].ref,
+            "registry.example/base:1");
 }
 
 } // namespace
