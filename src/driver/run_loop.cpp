@@ -995,18 +995,19 @@ void Run::schedule(const std::vector<const Stage*>& stages,
     }
   }
   int max_parallel = m_options.parallel.value_or(
-      m_chain.resources.max_parallel.value_or(std::max(1, budget.jobs)));
+      m_chain.resources.max_parallel.value_or(std::max(1, budget.slots)));
   std::unique_lock lock(m_mutex);
   m_stages = &stages;
   m_record.max_parallel = max_parallel;
   m_scheduler.emplace(std::move(plan),
-                      SchedulerLimits{max_parallel, budget.jobs, m_options.fail_fast});
-  m_folder.log(fmt::format("schedule: up to {} stage(s) at once{}, sharing {} job(s); {}",
+                      SchedulerLimits{max_parallel, budget.slots, m_options.fail_fast});
+  m_folder.log(fmt::format("schedule: up to {} stage(s) at once{}, sharing {} slot(s) of {:.1f} "
+                           "GB and {} job(s); {}",
                            max_parallel,
                            m_options.parallel               ? " (--parallel)"
                            : m_chain.resources.max_parallel ? " (max_parallel)"
-                                                            : " (one per job)",
-                           budget.jobs,
+                                                            : " (one per slot the memory holds)",
+                           budget.slots, budget.memory_limit_gb, budget.jobs,
                            m_options.fail_fast ? "--fail-fast: the first failure stops "
                                                  "the run starting stages"
                                                : "a failure skips only what needs it"));
@@ -1046,7 +1047,7 @@ void Run::schedule(const std::vector<const Stage*>& stages,
     }
     for (const StageStart& start : m_scheduler->start_ready()) {
       const Stage& stage = *stages[start.stage];
-      Budget share = budget_share(budget, start.jobs, stage.mem_per_job_gb);
+      Budget share = budget_share(budget, start.slots, stage.mem_per_job_gb);
       threads.emplace_back([this, &ended, &wake, &requests, start, share] {
         std::unique_lock held(m_mutex);
         Ended end{start.stage, StageEnd::failed, nullptr};
@@ -1202,7 +1203,8 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
   DiskWatchdog watchdog(
       m_disk, [this](const std::string& line) { disk_log(line); }, m_store);
   std::optional<Budget> budget = run_budget();
-  schedule(stages, requests, budget.value_or(Budget{0, online_cores(), online_cores(), 0, ""}),
+  schedule(stages, requests,
+           budget.value_or(Budget{0, online_cores(), online_cores(), online_cores(), 0, ""}),
            watchdog);
   watchdog.stop();
   int exit_code = run_outcome();

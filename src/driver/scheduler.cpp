@@ -7,14 +7,14 @@ namespace kiln {
 Scheduler::Scheduler(std::vector<PlanStage> stages, SchedulerLimits limits)
     : m_stages(std::move(stages)), m_limits(limits) {
   m_limits.max_parallel = std::max(1, m_limits.max_parallel);
-  m_limits.jobs = std::max(1, m_limits.jobs);
-  m_free_jobs = m_limits.jobs;
+  m_limits.slots = std::max(1, m_limits.slots);
+  m_free_slots = m_limits.slots;
   size_t count = m_stages.size();
   m_dependants.resize(count);
   m_unmet.resize(count);
   m_state.assign(count, StageState::waiting);
   m_because.resize(count);
-  m_jobs.assign(count, 0);
+  m_slots.assign(count, 0);
   for (size_t i = 0; i < count; ++i) {
     m_stages[i].weight = std::max(1, m_stages[i].weight);
     m_unmet[i] = m_stages[i].needs.size();
@@ -34,17 +34,17 @@ std::vector<StageStart> Scheduler::start_ready() {
   // a stage that must wait still keeps the others from taking its part.
   const long wanting = m_weight_ready_or_running;
   for (auto it = m_ready.begin(); it != m_ready.end();) {
-    if (m_running.size() >= static_cast<size_t>(m_limits.max_parallel) || m_free_jobs < 1) {
+    if (m_running.size() >= static_cast<size_t>(m_limits.max_parallel) || m_free_slots < 1) {
       break;
     }
     size_t stage = *it;
-    long share = static_cast<long>(m_limits.jobs) * m_stages[stage].weight / wanting;
-    int jobs = static_cast<int>(std::clamp<long>(share, 1, m_free_jobs));
-    m_free_jobs -= jobs;
-    m_jobs[stage] = jobs;
+    long share = static_cast<long>(m_limits.slots) * m_stages[stage].weight / wanting;
+    int slots = static_cast<int>(std::clamp<long>(share, 1, m_free_slots));
+    m_free_slots -= slots;
+    m_slots[stage] = slots;
     m_state[stage] = StageState::running;
     m_running.insert(stage);
-    starts.push_back({stage, jobs});
+    starts.push_back({stage, slots});
     it = m_ready.erase(it);
   }
   return starts;
@@ -54,8 +54,8 @@ void Scheduler::finish(size_t stage, bool succeeded) {
   if (m_running.erase(stage) == 0) {
     return;
   }
-  m_free_jobs += m_jobs[stage];
-  m_jobs[stage] = 0;
+  m_free_slots += m_slots[stage];
+  m_slots[stage] = 0;
   m_weight_ready_or_running -= m_stages[stage].weight;
   if (succeeded) {
     m_state[stage] = StageState::succeeded;

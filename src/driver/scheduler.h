@@ -16,28 +16,28 @@ struct PlanStage {
 
 enum class StageState { waiting, running, succeeded, failed, skipped };
 
-/// A stage to start now, with its share of the job budget.
+/// A stage to start now, with its share of the budget's slots.
 struct StageStart {
   size_t stage = 0;
-  int jobs = 1;
+  int slots = 1;
 };
 
 struct SchedulerLimits {
   int max_parallel = 1; // stages building at once
-  int jobs = 1;         // the job budget every running stage shares
+  int slots = 1;        // the budget every running stage shares: how many jobs the memory holds
   bool fail_fast = false;
 };
 
 /// Which stages of a run start when, like ninja's Plan: a stage starts once every stage it
-/// needs succeeded, while fewer than `max_parallel` run and a job of the budget is free. A
+/// needs succeeded, while fewer than `max_parallel` run and a slot of the budget is free. A
 /// failure skips what depends on it, and nothing else (everything still waiting, with
 /// `fail_fast`). No threads and no clock: the caller says what ended, this says what starts.
 ///
-/// Job shares: the stages that start take the free jobs in proportion to their weight among
-/// every stage ready or running, so a lone stage gets the whole budget and a fan-out of six
-/// splits it six ways. A share is never more than what is free, so the shares of the stages
-/// running at once never add up to more than the budget; a stage that finds no job free waits
-/// for one, as make's jobserver does.
+/// Shares: the stages that start take the free slots in proportion to their weight among every
+/// stage ready or running, so a lone stage gets the whole budget and a fan-out of six splits it
+/// six ways. A share is never more than what is free, so the shares of the stages running at
+/// once never add up to more than the budget; a stage that finds no slot free waits for one,
+/// as make's jobserver does.
 class Scheduler {
 public:
   Scheduler(std::vector<PlanStage> stages, SchedulerLimits limits);
@@ -53,7 +53,7 @@ public:
   /// Nothing runs and nothing more can start.
   bool done() const { return m_running.empty() && m_ready.empty(); }
   size_t running() const { return m_running.size(); }
-  int free_jobs() const { return m_free_jobs; }
+  int free_slots() const { return m_free_slots; }
   StageState state(size_t stage) const { return m_state[stage]; }
   /// For a skipped stage: the failed stage it needed, or why the run stopped starting stages.
   const std::string& skipped_because(size_t stage) const { return m_because[stage]; }
@@ -70,11 +70,11 @@ private:
   std::vector<size_t> m_unmet; // needs not yet succeeded
   std::vector<StageState> m_state;
   std::vector<std::string> m_because;
-  std::vector<int> m_jobs; // the share each running stage holds
+  std::vector<int> m_slots; // the share each running stage holds
   std::set<size_t> m_ready;
   std::set<size_t> m_running;
   std::vector<size_t> m_skipped;
-  int m_free_jobs = 1;
+  int m_free_slots = 1;
   long m_weight_ready_or_running = 0;
 };
 

@@ -48,9 +48,11 @@ Budget job_budget(const MemInfo& mem, int cores, std::optional<double> host_rese
   std::string jobs_reason;
   if (jobs_override) {
     budget.jobs = std::max(1, *jobs_override);
+    budget.slots = budget.jobs;
     jobs_reason = fmt::format("jobs {} set explicitly", budget.jobs);
   } else if (mem_per_job_gb <= 0) {
     budget.jobs = budget.cores;
+    budget.slots = budget.cores;
     jobs_reason =
         fmt::format("jobs {} = {} cores (no memory per job given)", budget.jobs, budget.cores);
   } else {
@@ -58,6 +60,7 @@ Budget job_budget(const MemInfo& mem, int cores, std::optional<double> host_rese
     double by_memory = std::floor(budget.memory_limit_gb / mem_per_job_gb + 1e-9);
     int fit = static_cast<int>(std::min<double>(budget.cores, by_memory));
     budget.jobs = std::max(1, fit);
+    budget.slots = std::max(1, static_cast<int>(std::min(by_memory, 1e6)));
     jobs_reason = fmt::format("jobs {} = min({} cores, {:.1f} GB / {:.1f} GB per job){}",
                               budget.jobs, budget.cores, budget.memory_limit_gb, mem_per_job_gb,
                               fit < 1 ? ", at least 1" : "");
@@ -66,16 +69,19 @@ Budget job_budget(const MemInfo& mem, int cores, std::optional<double> host_rese
   return budget;
 }
 
-Budget budget_share(const Budget& whole, int jobs, std::optional<double> mem_per_job_gb) {
+Budget budget_share(const Budget& whole, int slots, std::optional<double> mem_per_job_gb) {
   Budget share = whole;
-  share.jobs = std::clamp(jobs, 1, std::max(1, whole.jobs));
-  share.memory_limit_gb = whole.memory_limit_gb * share.jobs / std::max(1, whole.jobs);
-  share.reason = fmt::format("{} of the run's {} jobs and {:.1f} of its {:.1f} GB", share.jobs,
-                             whole.jobs, share.memory_limit_gb, whole.memory_limit_gb);
+  int all = std::max(1, whole.slots);
+  share.slots = std::clamp(slots, 1, all);
+  share.memory_limit_gb = whole.memory_limit_gb * share.slots / all;
+  share.jobs = std::max(1, whole.jobs * share.slots / all);
+  share.reason =
+      fmt::format("{} of the run's {} slot(s): jobs {} of {}, {:.1f} of {:.1f} GB", share.slots,
+                  all, share.jobs, whole.jobs, share.memory_limit_gb, whole.memory_limit_gb);
   if (mem_per_job_gb && *mem_per_job_gb > 0) {
-    int fit = std::max(1, static_cast<int>(share.memory_limit_gb / *mem_per_job_gb));
+    int fit = std::max(1, static_cast<int>(share.memory_limit_gb / *mem_per_job_gb + 1e-9));
     if (fit < share.jobs) {
-      share.reason += fmt::format(", jobs {} = {:.1f} GB / {:.1f} GB per job (the stage's "
+      share.reason += fmt::format("; jobs {} = {:.1f} GB / {:.1f} GB per job (the stage's "
                                   "mem_per_job_gb)",
                                   fit, share.memory_limit_gb, *mem_per_job_gb);
       share.jobs = fit;

@@ -12,6 +12,9 @@ namespace kiln {
 struct Budget {
   double memory_limit_gb = 0; // what the build's jobs may use together
   int jobs = 1;
+  /// How many jobs the memory holds, cores aside: the units the stages building at once share
+  /// (a stage holds at least one), so their memory never adds up to more than the limit.
+  int slots = 1;
   int cores = 1;
   double host_reserve_gb = 0; // RAM left to the host and the engine daemon
   std::string reason;         // the arithmetic, in one sentence, for the run log
@@ -32,10 +35,11 @@ Budget job_budget(const MemInfo& mem, int cores, std::optional<double> host_rese
                   std::optional<double> memory_limit_gb, double mem_per_job_gb,
                   std::optional<int> jobs_override);
 
-/// The part of `whole` a stage builds with when it was granted `jobs` of its jobs: that
-/// fraction of the memory limit too, and with its own `mem_per_job_gb`, no more jobs than its
-/// memory holds (at least 1). The shares of stages building at once add up to `whole`.
-Budget budget_share(const Budget& whole, int jobs, std::optional<double> mem_per_job_gb);
+/// The part of `whole` a stage builds with when it holds `slots` of its slots: that fraction of
+/// the memory limit, and that fraction of the jobs (at least 1); with its own
+/// `mem_per_job_gb`, no more jobs than its memory holds. The memory of the shares of stages
+/// building at once adds up to no more than `whole`'s.
+Budget budget_share(const Budget& whole, int slots, std::optional<double> mem_per_job_gb);
 
 /// `JOBS=<n>\nMEMORY_LIMIT_GB=<limit, 1 decimal>\n`: a Dockerfile mounts it as a secret, so
 /// the budget of the host that builds never becomes part of a layer's cache key.

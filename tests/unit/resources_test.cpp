@@ -508,19 +508,20 @@ TEST(Budget, FileText) {
 namespace kiln {
 namespace {
 
-TEST(BudgetShare, AShareTakesItsFractionOfTheMemoryAndItsOwnMemPerJobBoundsItsJobs) {
-  Budget whole;
-  whole.jobs = 12;
-  whole.memory_limit_gb = 24;
+TEST(BudgetShare, AShareTakesItsFractionOfTheMemoryAndTheJobsAndItsOwnMemPerJobBoundsIt) {
+  // 24 GB at 2 GB per job is 12 slots; the host has 4 cores.
+  Budget whole = job_budget(ram_gb(32), 4, 8.0, std::nullopt, 2, std::nullopt);
+  ASSERT_EQ(whole.slots, 12);
+  ASSERT_EQ(whole.jobs, 4);
   Budget half = budget_share(whole, 6, std::nullopt);
-  EXPECT_EQ(half.jobs, 6);
+  EXPECT_EQ(half.jobs, 2);
   EXPECT_DOUBLE_EQ(half.memory_limit_gb, 12);
-  EXPECT_EQ(half.reason, "6 of the run's 12 jobs and 12.0 of its 24.0 GB");
-  Budget heavy = budget_share(whole, 6, 4.0);
-  EXPECT_EQ(heavy.jobs, 3) << "12 GB at 4 GB per job";
-  EXPECT_DOUBLE_EQ(heavy.memory_limit_gb, 12);
-  EXPECT_EQ(budget_share(whole, 1, 64.0).jobs, 1) << "never below one job";
-  EXPECT_EQ(budget_share(whole, 99, std::nullopt).jobs, 12) << "never above the whole";
+  EXPECT_EQ(half.reason, "6 of the run's 12 slot(s): jobs 2 of 4, 12.0 of 24.0 GB");
+  Budget one = budget_share(whole, 1, std::nullopt);
+  EXPECT_EQ(one.jobs, 1) << "never below one job";
+  EXPECT_DOUBLE_EQ(one.memory_limit_gb, 2);
+  EXPECT_EQ(budget_share(whole, 12, 8.0).jobs, 3) << "24 GB at the stage's 8 GB per job";
+  EXPECT_EQ(budget_share(whole, 99, std::nullopt).slots, 12) << "never above the whole";
 }
 
 } // namespace

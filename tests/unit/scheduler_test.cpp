@@ -68,17 +68,17 @@ TEST(Scheduler, ALoneStageTakesTheWholeBudgetAndAFanOutSplitsIt) {
   Scheduler s(fan_out(6), {8, 12, false});
   auto base = s.start_ready();
   ASSERT_EQ(base.size(), 1u);
-  EXPECT_EQ(base[0].jobs, 12);
+  EXPECT_EQ(base[0].slots, 12);
   s.finish(0, true);
   auto branches = s.start_ready();
   ASSERT_EQ(branches.size(), 6u);
   int sum = 0;
   for (const auto& b : branches) {
-    EXPECT_EQ(b.jobs, 2);
-    sum += b.jobs;
+    EXPECT_EQ(b.slots, 2);
+    sum += b.slots;
   }
   EXPECT_EQ(sum, 12);
-  EXPECT_EQ(s.free_jobs(), 0);
+  EXPECT_EQ(s.free_slots(), 0);
 }
 
 TEST(Scheduler, SharesFollowWeightsAndNeverAddUpToMoreThanTheBudget) {
@@ -86,20 +86,20 @@ TEST(Scheduler, SharesFollowWeightsAndNeverAddUpToMoreThanTheBudget) {
   Scheduler s(stages, {8, 10, false});
   auto starts = s.start_ready();
   ASSERT_EQ(starts.size(), 3u);
-  EXPECT_EQ(starts[0].jobs, 6); // 10 * 3/5
-  EXPECT_EQ(starts[1].jobs, 2);
-  EXPECT_EQ(starts[2].jobs, 2);
+  EXPECT_EQ(starts[0].slots, 6); // 10 * 3/5
+  EXPECT_EQ(starts[1].slots, 2);
+  EXPECT_EQ(starts[2].slots, 2);
   // A budget smaller than the fan-out: one job each while they last, the rest wait for one.
   Scheduler narrow(fan_out(6), {8, 4, false});
   narrow.start_ready();
   narrow.finish(0, true);
   auto few = narrow.start_ready();
   EXPECT_EQ(few.size(), 4u);
-  EXPECT_EQ(narrow.free_jobs(), 0);
+  EXPECT_EQ(narrow.free_slots(), 0);
   narrow.finish(few[0].stage, true);
   auto next = narrow.start_ready();
   ASSERT_EQ(next.size(), 1u);
-  EXPECT_EQ(next[0].jobs, 1);
+  EXPECT_EQ(next[0].slots, 1);
 }
 
 TEST(Scheduler, AFailureSkipsOnlyWhatDependsOnItNamingTheFailedStage) {
