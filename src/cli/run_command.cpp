@@ -42,6 +42,8 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
                   "Build at most this many stages at once (default: the chain's max_parallel, "
                   "else as many as the job budget has jobs)")
       ->check(CLI::Range(1, k_max_jobs));
+  run->add_flag("--no-cache", args.no_cache,
+                "Build every stage afresh: no step comes from the engine's layer cache");
   run->add_flag("--fail-fast", args.fail_fast,
                 "Start no stage after the first failure (default: build every stage that does "
                 "not depend on it)");
@@ -74,6 +76,7 @@ int run_command(const RunArgs& args) {
   options.no_cache_export = args.no_cache_export;
   options.no_salvage = args.no_salvage;
   options.fail_fast = args.fail_fast;
+  options.no_cache = args.no_cache;
   if (args.parallel > 0) {
     options.parallel = args.parallel;
   }

@@ -22,6 +22,7 @@ struct RunArgs {
   int jobs = 0;     // 0: not given
   int parallel = 0; // 0: not given
   bool fail_fast = false;
+  bool no_cache = false;
 };
 
 /// `kiln run CHAIN`: register the subcommand and its options, filling `args`.

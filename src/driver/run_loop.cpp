@@ -315,17 +315,8 @@ bool Run::still_wanted(size_t index) const {
     StageState state = m_scheduler->state(i);
     return state == StageState::waiting || state == StageState::running;
   };
-  if (active(index)) {
-    return true;
-  }
-  const std::string& name = (*m_stages)[index]->name;
-  for (size_t i = 0; i < m_stages->size(); ++i) {
-    const auto& needs = (*m_stages)[i]->needs;
-    if (active(i) && std::find(needs.begin(), needs.end(), name) != needs.end()) {
-      return true;
-    }
-  }
-  return false;
+  const auto& dependants = m_scheduler->dependants(index);
+  return active(index) || std::any_of(dependants.begin(), dependants.end(), active);
 }
 
 std::vector<std::string> Run::protected_slugs() const {
@@ -342,19 +333,19 @@ std::vector<std::string> Run::removable_tags() const {
   if (m_scheduler->running() > 1) {
     return {};
   }
-  std::vector<std::string> keep;
+  std::set<std::string> keep;
   for (size_t i = 0; i < m_stages->size(); ++i) {
     const Stage& stage = *(*m_stages)[i];
     if (still_wanted(i)) {
-      keep.push_back(stage.tag);
+      keep.insert(stage.tag);
       for (const auto& need : stage.needs) {
-        keep.push_back(m_chain.find_stage(need)->tag);
+        keep.insert(m_chain.find_stage(need)->tag);
       }
     }
   }
   std::vector<std::string> removable;
   for (const auto& stage : m_chain.stages) {
-    if (std::find(keep.begin(), keep.end(), stage.tag) == keep.end()) {
+    if (keep.count(stage.tag) == 0) {
       removable.push_back(stage.tag);
     }
   }
@@ -981,19 +972,7 @@ void Run::record_skipped() {
 void Run::schedule(const std::vector<const Stage*>& stages,
                    const std::vector<BuildRequest>& requests, const Budget& budget,
                    DiskWatchdog& watchdog) {
-  std::vector<PlanStage> plan;
-  for (const Stage* stage : stages) {
-    PlanStage& node = plan.emplace_back();
-    node.name = stage->name;
-    node.weight = stage->weight;
-    for (const auto& need : stage->needs) {
-      for (size_t i = 0; i < stages.size(); ++i) {
-        if (stages[i]->name == need) {
-          node.needs.push_back(i); // a need outside the selection was built before
-        }
-      }
-    }
-  }
+  std::vector<PlanStage> plan = plan_stages(stages);
   int max_parallel = m_options.parallel.value_or(
       m_chain.resources.max_parallel.value_or(std::max(1, budget.slots)));
   std::unique_lock lock(m_mutex);
@@ -1249,7 +1228,7 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   for (const Stage* stage : stages) {
     requests.push_back(build_request(chain, *stage, options.build_arg_overrides, tools));
     requests.back().drop_registry_cache = options.no_cache_export;
-    requests.back().no_cache = stage->kind == StageKind::smoke;
+    requests.back().no_cache = options.no_cache || stage->kind == StageKind::smoke;
   }
 
   if (options.dry_run) {

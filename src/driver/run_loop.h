@@ -29,6 +29,7 @@ struct RunOptions {
   std::optional<int> jobs;      // --jobs / KILN_JOBS: the job budget, set outright
   std::optional<int> parallel;  // --parallel: stages at once, over the chain's max_parallel
   bool fail_fast = false;       // start nothing after the first failure
+  bool no_cache = false;        // no step from the engine's layer cache, in any stage
 };
 
 /// What a run talks to besides its engine, each replaceable by a test.

@@ -1,8 +1,29 @@
 #include "driver/scheduler.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace kiln {
+
+std::vector<PlanStage> plan_stages(const std::vector<const Stage*>& stages) {
+  std::unordered_map<std::string, size_t> index;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    index.emplace(stages[i]->name, i);
+  }
+  std::vector<PlanStage> plan;
+  plan.reserve(stages.size());
+  for (const Stage* stage : stages) {
+    PlanStage& node = plan.emplace_back();
+    node.name = stage->name;
+    node.weight = stage->weight;
+    for (const auto& need : stage->needs) {
+      if (auto found = index.find(need); found != index.end()) {
+        node.needs.push_back(found->second);
+      }
+    }
+  }
+  return plan;
+}
 
 Scheduler::Scheduler(std::vector<PlanStage> stages, SchedulerLimits limits)
     : m_stages(std::move(stages)), m_limits(limits) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "chain/chain.h"
+
 namespace kiln {
 
 /// One stage of a run as the scheduler sees it: what it waits for and its claim on the budget.
@@ -13,6 +15,10 @@ struct PlanStage {
   std::vector<size_t> needs; // indices of the stages of this run it builds on
   int weight = 1;            // its claim on the job budget against the stages running with it
 };
+
+/// The scheduler's view of `stages` (a run's, in run order): each need that the run builds,
+/// by index; a need outside them was built by an earlier run.
+std::vector<PlanStage> plan_stages(const std::vector<const Stage*>& stages);
 
 enum class StageState { waiting, running, succeeded, failed, skipped };
 
@@ -60,6 +66,8 @@ public:
   /// Stages skipped since the last call, in plan order: each to be recorded once.
   std::vector<size_t> take_skipped();
   const std::vector<PlanStage>& stages() const { return m_stages; }
+  /// The stages that need `stage`.
+  const std::vector<size_t>& dependants(size_t stage) const { return m_dependants[stage]; }
 
 private:
   void skip(size_t stage, const std::string& because);
