@@ -100,7 +100,7 @@ struct ResourceSettings {
   std::optional<double> host_reserve_gb;
   std::optional<double> memory_limit_gb;
   double mem_per_job_gb = 2;
-  /// Stages that build at once; nullopt: as many as the job budget has jobs (each stage takes
+  /// Stages that build at once; nullopt: as many as the job budget has slots (each stage takes
   /// at least one).
   std::optional<int> max_parallel;
 };

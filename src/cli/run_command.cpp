@@ -40,7 +40,7 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
       ->check(CLI::Range(1, k_max_jobs));
   run->add_option("--parallel", args.parallel,
                   "Build at most this many stages at once (default: the chain's max_parallel, "
-                  "else as many as the job budget has jobs)")
+                  "else as many as the memory budget has slots)")
       ->check(CLI::Range(1, k_max_jobs));
   run->add_flag("--no-cache", args.no_cache,
                 "Build every stage afresh: no step comes from the engine's layer cache");

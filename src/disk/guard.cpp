@@ -371,7 +371,7 @@ GateResult preflight(const DiskPolicy& p) {
 
 GateResult stage_floor(const DiskPolicy& p, const std::string& stage, double floor_gb,
                        const std::vector<std::string>& protected_slugs, const StoreLevers* store,
-                       const std::vector<std::string>& removable_tags) {
+                       const std::vector<std::string>& removable_tags, bool images_allowed) {
   GateResult gate;
   if (floor_gb <= 0) {
     return gate;
@@ -390,7 +390,7 @@ GateResult stage_floor(const DiskPolicy& p, const std::string& stage, double flo
     return gate;
   }
   ReclaimOutcome outcome = reclaim(p, "before stage " + stage, floor, protected_slugs, store, false,
-                                   true, removable_tags);
+                                   images_allowed, removable_tags);
   gate.lines.insert(gate.lines.end(), outcome.lines.begin(), outcome.lines.end());
   gate.lines.push_back(outcome.record);
   Gauge gauge(p.path, *free);

@@ -50,7 +50,7 @@ GateResult preflight(const DiskPolicy& p);
 /// included (no build runs between stages), and refuse if it is still short.
 GateResult stage_floor(const DiskPolicy& p, const std::string& stage, double floor_gb,
                        const std::vector<std::string>& protected_slugs, const StoreLevers* store,
-                       const std::vector<std::string>& removable_tags);
+                       const std::vector<std::string>& removable_tags, bool images_allowed = true);
 
 struct ReclaimOutcome {
   uint64_t trimmed = 0; // every amount is a free-space delta, not a size

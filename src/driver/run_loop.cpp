@@ -200,8 +200,8 @@ private:
   void record_skipped();
   /// The run's status and exit code from how its stages ended.
   int run_outcome();
-  /// The stages past their gates and building now: the disk watchdog's episode.
-  std::string building_names() const;
+  /// Point the disk watchdog at the stages past their gates and building now: its episode.
+  void watch_building();
   void set_stage_phase(const std::string& stage, const std::string& phase);
   /// End the run `crashed` after `reason` escaped the run loop.
   int crashed(const std::string& reason);
@@ -250,8 +250,7 @@ private:
   bool still_wanted(size_t index) const;
   /// Slugs a reclaim must not trim now: those of every stage still wanted.
   std::vector<std::string> protected_slugs() const;
-  /// This chain's own image tags that no stage still wanted builds on; none while another
-  /// stage builds, since removing an image under a running build could break it.
+  /// This chain's own image tags that no stage still wanted builds on.
   std::vector<std::string> removable_tags() const;
   /// Every line of a disk verdict to driver.log; warnings and reclaims to the console too.
   void disk_log(const std::string& line);
@@ -293,6 +292,8 @@ private:
   std::vector<std::string> m_refused; // the run statuses of the gates that refused
   bool m_interrupted = false;
   std::set<std::string> m_building;
+  DiskWatchdog* m_watchdog = nullptr;
+  std::string m_episode;    // the stages the watchdog's episode names
   std::mutex m_phase_mutex; // the sampler's phase: set from the builds' progress
   std::map<std::string, std::string> m_phases;
 };
@@ -330,9 +331,6 @@ std::vector<std::string> Run::protected_slugs() const {
 }
 
 std::vector<std::string> Run::removable_tags() const {
-  if (m_scheduler->running() > 1) {
-    return {};
-  }
   std::set<std::string> keep;
   for (size_t i = 0; i < m_stages->size(); ++i) {
     const Stage& stage = *(*m_stages)[i];
@@ -835,8 +833,17 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
   return StageEnd::failed; // unreachable: the last attempt's verdict is never `retry`
 }
 
-std::string Run::building_names() const {
-  return join(std::vector<std::string>(m_building.begin(), m_building.end()), ",");
+void Run::watch_building() {
+  std::string building = join(std::vector<std::string>(m_building.begin(), m_building.end()), ",");
+  if (building == m_episode) {
+    return;
+  }
+  m_episode = building;
+  if (building.empty()) {
+    m_watchdog->stop();
+  } else {
+    m_watchdog->start(building, protected_slugs());
+  }
 }
 
 void Run::set_stage_phase(const std::string& stage, const std::string& phase) {
@@ -864,8 +871,10 @@ Run::StageEnd Run::run_stage(size_t index, BuildRequest request, const Budget& s
   set_stage_phase(stage.name, stage.name);
   double floor = stage.disk_floor_gb.value_or(m_chain.disk.floor_gb);
   if (floor > 0) {
-    GateResult gate =
-        stage_floor(m_disk, stage.name, floor, protected_slugs(), m_store, removable_tags());
+    // Images only while no other stage builds: an image prune once took a blob out from under
+    // a running build.
+    GateResult gate = stage_floor(m_disk, stage.name, floor, protected_slugs(), m_store,
+                                  removable_tags(), m_building.empty());
     for (const auto& line : gate.lines) {
       disk_log(line);
     }
@@ -894,6 +903,7 @@ Run::StageEnd Run::run_stage(size_t index, BuildRequest request, const Budget& s
     return StageEnd::failed;
   }
   m_building.insert(stage.name);
+  watch_building();
   return build_stage(stage, std::move(request), static_cast<int>(index) + 1,
                      static_cast<int>(m_stages->size()));
 }
@@ -903,6 +913,7 @@ void Run::stage_ended(size_t index, StageEnd end) {
   StageRecord& record = *m_record.find_stage(stage.name);
   set_stage_phase(stage.name, "");
   m_building.erase(stage.name);
+  watch_building();
   record.ended = utc_iso8601(m_clock.wall());
   switch (end) {
   case StageEnd::ok: {
@@ -977,6 +988,7 @@ void Run::schedule(const std::vector<const Stage*>& stages,
       m_chain.resources.max_parallel.value_or(std::max(1, budget.slots)));
   std::unique_lock lock(m_mutex);
   m_stages = &stages;
+  m_watchdog = &watchdog;
   m_record.max_parallel = max_parallel;
   m_scheduler.emplace(std::move(plan),
                       SchedulerLimits{max_parallel, budget.slots, m_options.fail_fast});
@@ -1000,18 +1012,6 @@ void Run::schedule(const std::vector<const Stage*>& stages,
   std::vector<std::thread> threads;
   std::exception_ptr error;
   bool stopped = false;
-  std::string episode;
-  auto watch = [&] {
-    std::string running = building_names();
-    if (running != episode) {
-      episode = running;
-      if (running.empty()) {
-        watchdog.stop();
-      } else {
-        watchdog.start(running, protected_slugs());
-      }
-    }
-  };
   while (!m_scheduler->done()) {
     // Ctrl-C, or a second one, reaches every build through the run's token.
     while (m_cancel.level() < interrupt_token().level()) {
@@ -1039,7 +1039,6 @@ void Run::schedule(const std::vector<const Stage*>& stages,
         wake.notify_all();
       });
     }
-    watch();
     // Woken by a stage that ended; a tenth of a second at most, to notice Ctrl-C.
     wake.wait_for(lock, std::chrono::milliseconds(100), [&] { return !ended.empty(); });
     while (!ended.empty()) {
@@ -1053,7 +1052,6 @@ void Run::schedule(const std::vector<const Stage*>& stages,
       }
       stage_ended(end.index, end.end);
     }
-    watch();
   }
   {
     Unlocked joining(m_mutex);

@@ -153,14 +153,16 @@ TEST_F(DiskSlugs, RemovesOldestFirstAndNeverTheNewestKept) {
   ASSERT_EQ(trim.lines.size(), 4u) << joined(trim.lines);
   EXPECT_TRUE(std::regex_match(
       trim.lines[0],
-      std::regex(
-          R"(\[disk-trim\] removed hello-base-amd64 \(<0\.0001 GiB, (9h59m|10h00m) old\))")))
+      std::regex(R"(\[disk-trim\] removed hello-base-amd64 \(<0\.0001 GiB, (9h59m|10h00m) old\))")))
       << trim.lines[0];
   EXPECT_NE(trim.lines[1].find("removed hello-base-arm64 ("), std::string::npos);
   EXPECT_NE(trim.lines[2].find("removed hello-sdk-arm64 ("), std::string::npos);
   EXPECT_TRUE(std::regex_match(
-      trim.lines[3], std::regex(R"(\[disk-trim\] removed 3 slug\(s\), freed <0\.0001 GiB; )"
-                                R"([0-9.]+G free now)")))
+      // What was freed is a change of the shared disk's free space, which other processes move
+      // too: its figure is not the slugs' size.
+      trim.lines[3],
+      std::regex(R"(\[disk-trim\] removed 3 slug\(s\), freed (<0\.0001|[0-9.]+) GiB; )"
+                 R"([0-9.]+G free now)")))
       << trim.lines[3];
 }
 
