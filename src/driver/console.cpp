@@ -31,6 +31,13 @@ std::string short_id(std::string_view id) {
   return std::string(id.substr(0, 12));
 }
 
+/// A stage's builds: the pushes of a gated image are attempts too, but not retries of it.
+size_t build_attempts(const StageRecord& stage) {
+  return static_cast<size_t>(
+      std::count_if(stage.attempts.begin(), stage.attempts.end(),
+                    [](const AttemptRecord& a) { return a.purpose == "build"; }));
+}
+
 std::string join_names(const std::vector<std::string>& names) {
   std::string joined;
   for (const auto& name : names) {
@@ -89,8 +96,13 @@ void Console::tick() {
   std::unique_lock lock(m_mutex);
   while (!m_stopping) {
     m_wake.wait_for(lock, std::chrono::seconds(1));
-    if (!m_stopping && !m_running.empty()) {
-      redraw_locked();
+    try {
+      if (!m_stopping && !m_running.empty()) {
+        redraw_locked();
+      }
+    } catch (const std::exception&) {
+      // A line that could not be drawn (out of memory) is not worth the run: the next tick
+      // draws it again.
     }
   }
 }
@@ -99,6 +111,9 @@ std::string Console::status_line_locked(const Running& stage) const {
   const StageView& s = stage.view;
   double elapsed = std::chrono::duration<double>(Clock::now() - stage.start).count();
   std::string line = fmt::format("kiln: {}", s.name);
+  if (s.action != "building") {
+    line += "  " + s.action;
+  }
   if (s.attempt > 1) {
     line += fmt::format("  attempt {}/{}", s.attempt, s.attempts);
   }
@@ -129,10 +144,17 @@ Console::Running* Console::find_locked(const std::string& stage) {
   return nullptr;
 }
 
+void Console::write_out(const std::string& text) {
+  // Never throws: a terminal that went away must not end the run (nor a thread of it).
+  if (std::fwrite(text.data(), 1, text.size(), m_out) != text.size()) {
+    std::clearerr(m_out);
+  }
+}
+
 void Console::clear_block_locked() {
   if (m_drawn > 0) {
     // Up to the block's first line, then clear to the end of the screen.
-    fmt::print(m_out, "\033[{}A\r\033[J", m_drawn);
+    write_out(fmt::format("\033[{}A\r\033[J", m_drawn));
     m_drawn = 0;
   }
 }
@@ -145,7 +167,7 @@ void Console::redraw_locked() {
     if (line.size() >= width) {
       line.resize(width - 1); // a wrapped line would break the count of lines to go up
     }
-    fmt::print(m_out, "{}\n", line);
+    write_out(line + "\n");
   }
   m_drawn = m_running.size();
   std::fflush(m_out);
@@ -155,7 +177,7 @@ void Console::print_locked(const std::string& text) {
   if (m_live) {
     clear_block_locked();
   }
-  std::fputs(text.c_str(), m_out);
+  write_out(text);
   if (m_live) {
     redraw_locked();
   }
@@ -188,7 +210,7 @@ void Console::stage_started(const StageView& view) {
   }
   std::string attempt =
       view.attempt > 1 ? fmt::format(" (attempt {}/{})", view.attempt, view.attempts) : "";
-  print_locked(fmt::format("kiln: [{}] building{}, stage {} of {}\n", view.name, attempt,
+  print_locked(fmt::format("kiln: [{}] {}{}, stage {} of {}\n", view.name, view.action, attempt,
                            view.index, view.count));
 }
 
@@ -233,7 +255,7 @@ void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir
     bool critical = std::find(run.critical_path.begin(), run.critical_path.end(), s.name) !=
                     run.critical_path.end();
     rows.push_back({s.name + (critical ? " *" : ""), s.outcome.empty() ? s.status : s.outcome,
-                    std::to_string(s.attempts.size()), fmt::format("{:.1f}", s.seconds),
+                    std::to_string(build_attempts(s)), fmt::format("{:.1f}", s.seconds),
                     s.jobs > 0 ? std::to_string(s.jobs) : "-",
                     s.image_id.empty() ? "-" : short_id(s.image_id)});
   }
@@ -244,7 +266,7 @@ void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir
     }
   }
   std::lock_guard lock(m_mutex);
-  fmt::print(m_out, "\n");
+  write_out(fmt::format("\n"));
   for (const auto& row : rows) {
     std::string line = "  ";
     for (size_t c = 0; c < row.size(); ++c) {
@@ -257,16 +279,17 @@ void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir
     while (!line.empty() && line.back() == ' ') {
       line.pop_back();
     }
-    fmt::print(m_out, "{}\n", line);
+    write_out(fmt::format("{}\n", line));
   }
   if (!run.critical_path.empty()) {
-    fmt::print(m_out,
-               "\nkiln: wall time {}; critical path (*) {}: {} of builds, so {:.2f}x of it\n",
-               human_duration(run.wall_seconds), join_names(run.critical_path),
-               human_duration(run.critical_path_seconds),
-               run.critical_path_seconds > 0 ? run.wall_seconds / run.critical_path_seconds : 0.0);
+    write_out(fmt::format(
+        "\nkiln: wall time {}; critical path (*) {}: {} of builds, so {:.2f}x of it\n",
+        human_duration(run.wall_seconds), join_names(run.critical_path),
+        human_duration(run.critical_path_seconds),
+        run.critical_path_seconds > 0 ? run.wall_seconds / run.critical_path_seconds : 0.0));
   }
-  fmt::print(m_out, "\nkiln: run {} {}; record: {}\n", run.run_id, run.status, run_dir.string());
+  write_out(
+      fmt::format("\nkiln: run {} {}; record: {}\n", run.run_id, run.status, run_dir.string()));
   std::fflush(m_out);
 }
 

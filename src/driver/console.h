@@ -23,6 +23,7 @@ struct StageView {
   int attempt = 1;
   int attempts = 1;
   std::optional<double> eta_seconds; // how long the last successful build of it took
+  std::string action = "building";   // or "publishing"
 };
 
 /// kiln's voice on the terminal. Live mode (a TTY) keeps a block of redrawn lines, one per
@@ -62,6 +63,7 @@ private:
   void print_locked(const std::string& text);
   void redraw_locked();
   void clear_block_locked();
+  void write_out(const std::string& text);
   void tick();
 
   std::FILE* m_out;

@@ -48,6 +48,7 @@ Json compile_json(const std::optional<CompileReport>& c) {
 
 Json attempt_json(const AttemptRecord& a) {
   return {{"number", a.number},
+          {"purpose", a.purpose},
           {"started", a.started},
           {"seconds", rounded(a.seconds)},
           {"exit_code", a.exit_code},

@@ -29,8 +29,9 @@ struct CompileReport {
 };
 
 struct AttemptRecord {
-  int number = 0;
-  std::string started; // UTC ISO-8601
+  int number = 0;                // counted apart for each purpose
+  std::string purpose = "build"; // build | publish (the push of a gated image once it passed)
+  std::string started;           // UTC ISO-8601
   double seconds = 0;
   int exit_code = -1; // the engine's status (128 + signal when killed); -1 while running or
                       // when it never started

@@ -231,9 +231,19 @@ private:
   /// and output said recorded in `a`. Its limits are the stage's time and stall limits.
   AttemptOutcome run_logged(const Stage& stage, const BuildRequest& request, AttemptRecord& a,
                             const ProgressListener& on_progress);
-  /// Push a gated image once it passed: the same build again, every step cached, now with the
-  /// push and registry cache export it was built without.
-  bool publish(const Stage& stage, const BuildRequest& request, StageRecord& record);
+  /// What an attempt is for: the build, or the push of a gated image once it passed (the same
+  /// build again, every step cached, now with the push and registry cache export it was built
+  /// without). Both are classified, retried and interrupted alike.
+  enum class Purpose { build, publish };
+  struct Attempts {
+    StageEnd end;
+    AttemptOutcome outcome; // the last attempt's
+  };
+  /// Attempts of `request` until one succeeds, a verdict refuses another or an interrupt
+  /// stops it; each recorded, each failure classified, the cooldowns waited.
+  /// `import_flakes` counts the registry cache's import flakes across the build and its push.
+  Attempts attempt_until_done(const Stage& stage, BuildRequest& request, StageRecord& record,
+                              Purpose purpose, int index, int count, int& import_flakes);
   /// After import flakes of the registry cache, the next attempt leaves the registry out.
   void drop_registry_cache_after_flakes(const Stage& stage, BuildRequest& request,
                                         int import_flakes, int next_attempt);
@@ -645,51 +655,35 @@ std::string Run::post_build_gates(const Stage& stage, StageRecord& record,
   return {};
 }
 
-bool Run::publish(const Stage& stage, const BuildRequest& request, StageRecord& record) {
-  AttemptRecord& a = begin_attempt(record, request, static_cast<int>(record.attempts.size()) + 1,
-                                   fmt::format("stages/{}.publish.log", stage.name));
-  a.reason = "publish: the gated image, built again from the cache with its push";
-  m_folder.log(
-      fmt::format("stage {}: image-env gate passed; publishing: {}", stage.name, a.command));
-  AttemptOutcome outcome = run_logged(stage, request, a, {});
-  a.verdict = outcome.exit.ok() ? "ok" : (outcome.exit.interrupted ? "interrupted" : "permanent");
-  if (!outcome.exit.ok()) {
-    record.failure = fmt::format("the gated image passed, but its publish failed (exit {}); see {}",
-                                 a.exit_code, a.log);
-    m_folder.log(fmt::format("stage {}: {}", stage.name, record.failure));
-    return false;
-  }
-  record.image_id = m_engine.built_image(request, outcome.progress);
-  m_folder.log(
-      fmt::format("stage {}: published {} ({})", stage.name, request.pushed, record.image_id));
-  return true;
-}
-
-Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int index, int count) {
-  StageRecord& record = *m_record.find_stage(stage.name);
-  record.status = "running";
-  record.started = utc_iso8601(m_clock.wall());
-  Steady::time_point stage_start = m_clock.steady();
+Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
+                                      StageRecord& record, Purpose purpose, int index, int count,
+                                      int& import_flakes) {
+  const bool publishing = purpose == Purpose::publish;
+  const char* what = publishing ? "publish attempt" : "attempt";
+  Steady::time_point start = m_clock.steady();
   std::optional<Tail> previous_tail;
   std::optional<std::string> previous_stall; // the step where the previous attempt stalled
-  int import_flakes = 0;
-  // An image the gate grades after the build must not leave the host before it passes: build
-  // it to its local layout first, publish it once it passed.
-  std::optional<BuildRequest> deferred;
-  if (m_gates->graded_after_build(stage) && !request.pushed.empty()) {
-    deferred = request;
-    request.pushed.clear();
-    request.cache_to.clear();
-  }
-
   for (int n = 1; n <= stage.attempts; ++n) {
-    const AttemptRecord& attempt =
-        begin_attempt(record, request, n, RunFolder::attempt_log(stage.name, n));
-    record.command = attempt.command;
-    m_folder.log(fmt::format("stage {}: attempt {}/{} start: {}", stage.name, n, stage.attempts,
-                             attempt.command));
-    StageView view{index, count, stage.name, n, stage.attempts, std::nullopt};
-    if (auto eta = m_eta.find(stage.name); eta != m_eta.end()) {
+    AttemptRecord& begun = begin_attempt(record, request, n,
+                                         publishing ? RunFolder::publish_log(stage.name, n)
+                                                    : RunFolder::attempt_log(stage.name, n));
+    begun.purpose = publishing ? "publish" : "build";
+    if (publishing) {
+      begun.reason = "publish: the gated image, built again from the cache with its push";
+      save();
+    } else {
+      record.command = begun.command;
+    }
+    m_folder.log(fmt::format("stage {}: {} {}/{} start: {}", stage.name, what, n, stage.attempts,
+                             begun.command));
+    StageView view{index,
+                   count,
+                   stage.name,
+                   n,
+                   stage.attempts,
+                   std::nullopt,
+                   publishing ? "publishing" : "building"};
+    if (auto eta = m_eta.find(stage.name); !publishing && eta != m_eta.end()) {
       view.eta_seconds = eta->second;
     }
     m_console.stage_started(view);
@@ -699,65 +693,30 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
       m_console.stage_progress(stage.name, progress);
       set_stage_phase(stage.name, phase_name(stage, progress));
     });
-    record.seconds = seconds_since(stage_start);
+    record.seconds = seconds_since(start) + (publishing ? record.seconds : 0);
 
     if (outcome.exit.interrupted || interrupt_signal() != 0) {
       a.verdict = "interrupted";
       a.reason = fmt::format("interrupted by {}; the engine's process group was stopped",
                              interrupt_signal_name());
+      if (publishing) {
+        record.failure = "interrupted while publishing: the image did not leave the host whole";
+      }
       m_folder.log(
-          fmt::format("stage {}: attempt {}/{} {}", stage.name, n, stage.attempts, a.reason));
+          fmt::format("stage {}: {} {}/{} {}", stage.name, what, n, stage.attempts, a.reason));
       m_console.stage_finished(stage.name,
                                fmt::format("interrupted after {}", human_duration(a.seconds)));
-      return StageEnd::interrupted;
+      return {StageEnd::interrupted, std::move(outcome)};
     }
     a.compile = outcome.compile;
     if (auto fell_back = a.compile ? compile_fallback_warning(*a.compile) : std::nullopt) {
-      m_folder.log(fmt::format("stage {}: attempt {}/{} warning: {}", stage.name, n, stage.attempts,
-                               *fell_back));
+      m_folder.log(fmt::format("stage {}: {} {}/{} warning: {}", stage.name, what, n,
+                               stage.attempts, *fell_back));
       m_console.note(fmt::format("warning: stage {}: {}", stage.name, *fell_back));
     }
     if (outcome.exit.ok()) {
       a.verdict = "ok";
-      record.image_id = m_engine.built_image(request, outcome.progress);
-      CompileFloorVerdict floor =
-          judge_compile_floor(stage.min_compile_requests, outcome.compile, outcome.steps);
-      record.compile_floor = floor.note;
-      if (!floor.ok) {
-        record.failure = floor.note;
-        m_folder.log(fmt::format("stage {}: attempt {}/{} built, but {}", stage.name, n,
-                                 stage.attempts, floor.note));
-        withdraw(stage, request, "it failed its compile-request floor");
-        m_console.stage_finished(stage.name, "failed: " + floor.note);
-        return StageEnd::failed;
-      }
-      if (std::string refused = post_build_gates(stage, record, m_folder.path() / a.log);
-          !refused.empty()) {
-        record.failure = refused;
-        m_folder.log(fmt::format("stage {}: attempt {}/{} built, but the {}", stage.name, n,
-                                 stage.attempts, refused));
-        m_console.stage_finished(stage.name, "refused: " + refused);
-        return StageEnd::refused;
-      }
-      // publish() adds an attempt to the record, which may move `a`: keep the build's own.
-      const AttemptRecord built = a;
-      if (deferred && !publish(stage, *deferred, record)) {
-        m_console.stage_finished(stage.name, "failed: " + record.failure);
-        return StageEnd::failed;
-      }
-      std::string vertices = built.vertices > 0 ? fmt::format(", {}/{} vertices cached",
-                                                              built.vertices_cached, built.vertices)
-                                                : std::string();
-      m_folder.log(fmt::format("stage {}: attempt {}/{} ok in {:.1f}s, {}/{} steps cached{}, "
-                               "image {}",
-                               stage.name, n, stage.attempts, built.seconds, built.steps_cached,
-                               built.steps_run, vertices, record.image_id));
-      m_console.stage_finished(
-          stage.name, fmt::format("ok in {}{}", human_duration(built.seconds),
-                                  built.steps_run > 0 && built.steps_cached == built.steps_run
-                                      ? " (all steps cached)"
-                                      : ""));
-      return StageEnd::ok;
+      return {StageEnd::ok, std::move(outcome)};
     }
 
     FailureVerdict verdict;
@@ -786,7 +745,7 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
     }
     a.reason = verdict.reason;
     std::string failed =
-        fmt::format("stage {}: attempt {}/{} failed (exit {}) after {:.1f}s: {}", stage.name, n,
+        fmt::format("stage {}: {} {}/{} failed (exit {}) after {:.1f}s: {}", stage.name, what, n,
                     stage.attempts, a.exit_code, a.seconds, a.verdict);
     if (!verdict.class_name.empty()) {
       failed +=
@@ -795,26 +754,30 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
     failed += "; " + verdict.reason;
     std::string log_path = (m_folder.path() / a.log).string();
     if (verdict.verdict != Verdict::retry) {
-      record.failure = verdict.reason;
+      record.failure = publishing
+                           ? "the gated image passed, but its publish failed: " + verdict.reason
+                           : verdict.reason;
       if (stage.kind == StageKind::smoke) {
         smoke_gate(stage, record, m_folder.path() / a.log); // the counts, for the record
       }
       m_folder.log(failed);
       m_console.stage_finished(stage.name, fmt::format("failed after {}: {}",
-                                                       human_duration(a.seconds), verdict.reason));
+                                                       human_duration(a.seconds), record.failure));
       m_console.failure_tail(outcome.tail, log_path);
-      salvage_failed_build(
-          {m_chain, m_engine, m_folder, m_console, m_options.no_salvage, [this] { save(); }}, stage,
-          request, outcome.finished_build_stages, record);
-      return StageEnd::failed;
+      if (!publishing) {
+        salvage_failed_build(
+            {m_chain, m_engine, m_folder, m_console, m_options.no_salvage, [this] { save(); }},
+            stage, request, outcome.finished_build_stages, record);
+      }
+      return {StageEnd::failed, std::move(outcome)};
     }
     std::chrono::milliseconds cooldown = cooldown_before(n + 1, m_chain.defaults);
     double cooldown_s = std::chrono::duration<double>(cooldown).count();
     m_folder.log(failed + fmt::format("; retrying in {:.0f}s", cooldown_s));
-    m_console.stage_finished(
-        stage.name, fmt::format("attempt {}/{} failed ({}: {}); retrying in {}", n, stage.attempts,
-                                verdict.class_name, printable(verdict.matched_line.substr(0, 200)),
-                                human_duration(cooldown_s)));
+    m_console.stage_finished(stage.name, fmt::format("{} {}/{} failed ({}: {}); retrying in {}",
+                                                     what, n, stage.attempts, verdict.class_name,
+                                                     printable(verdict.matched_line.substr(0, 200)),
+                                                     human_duration(cooldown_s)));
     if (verdict.class_name == k_cache_import_class) {
       drop_registry_cache_after_flakes(stage, request, ++import_flakes, n + 1);
     }
@@ -827,10 +790,79 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
     }
     if (!slept) {
       m_folder.log(fmt::format("stage {}: interrupted during the cooldown", stage.name));
-      return StageEnd::interrupted;
+      return {StageEnd::interrupted, {}};
     }
   }
-  return StageEnd::failed; // unreachable: the last attempt's verdict is never `retry`
+  return {StageEnd::failed, {}}; // unreachable: the last attempt's verdict is never `retry`
+}
+
+Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int index, int count) {
+  StageRecord& record = *m_record.find_stage(stage.name);
+  record.status = "running";
+  record.started = utc_iso8601(m_clock.wall());
+  // An image the gate grades after the build must not leave the host before it passes: build
+  // it to its local layout first, publish it once it passed.
+  std::optional<BuildRequest> deferred;
+  if (m_gates->graded_after_build(stage) && !request.pushed.empty()) {
+    deferred = request;
+    request.pushed.clear();
+    request.cache_to.clear();
+  }
+
+  int import_flakes = 0;
+  Attempts built =
+      attempt_until_done(stage, request, record, Purpose::build, index, count, import_flakes);
+  if (built.end != StageEnd::ok) {
+    return built.end;
+  }
+  const AttemptRecord build = record.attempts.back(); // a copy: publishing adds attempts
+  record.image_id = m_engine.built_image(request, built.outcome.progress);
+  CompileFloorVerdict floor =
+      judge_compile_floor(stage.min_compile_requests, built.outcome.compile, built.outcome.steps);
+  record.compile_floor = floor.note;
+  if (!floor.ok) {
+    record.failure = floor.note;
+    m_folder.log(fmt::format("stage {}: attempt {}/{} built, but {}", stage.name, build.number,
+                             stage.attempts, floor.note));
+    withdraw(stage, request, "it failed its compile-request floor");
+    m_console.stage_finished(stage.name, "failed: " + floor.note);
+    return StageEnd::failed;
+  }
+  if (std::string refused = post_build_gates(stage, record, m_folder.path() / build.log);
+      !refused.empty()) {
+    record.failure = refused;
+    m_folder.log(fmt::format("stage {}: attempt {}/{} built, but the {}", stage.name, build.number,
+                             stage.attempts, refused));
+    m_console.stage_finished(stage.name, "refused: " + refused);
+    return StageEnd::refused;
+  }
+  if (deferred) {
+    // A registry cache the build dropped after import flakes stays dropped for its push.
+    deferred->drop_registry_cache = deferred->drop_registry_cache || request.drop_registry_cache;
+    m_folder.log(fmt::format("stage {}: image-env gate passed; publishing {}", stage.name,
+                             deferred->pushed));
+    Attempts published =
+        attempt_until_done(stage, *deferred, record, Purpose::publish, index, count, import_flakes);
+    if (published.end != StageEnd::ok) {
+      return published.end;
+    }
+    record.image_id = m_engine.built_image(*deferred, published.outcome.progress);
+    m_folder.log(
+        fmt::format("stage {}: published {} ({})", stage.name, deferred->pushed, record.image_id));
+  }
+  std::string vertices = build.vertices > 0 ? fmt::format(", {}/{} vertices cached",
+                                                          build.vertices_cached, build.vertices)
+                                            : std::string();
+  m_folder.log(fmt::format("stage {}: attempt {}/{} ok in {:.1f}s, {}/{} steps cached{}, image {}",
+                           stage.name, build.number, stage.attempts, build.seconds,
+                           build.steps_cached, build.steps_run, vertices, record.image_id));
+  m_console.stage_finished(stage.name,
+                           fmt::format("ok in {}{}{}", human_duration(build.seconds),
+                                       build.steps_run > 0 && build.steps_cached == build.steps_run
+                                           ? " (all steps cached)"
+                                           : "",
+                                       deferred ? ", published" : ""));
+  return StageEnd::ok;
 }
 
 void Run::watch_building() {
@@ -1012,46 +1044,53 @@ void Run::schedule(const std::vector<const Stage*>& stages,
   std::vector<std::thread> threads;
   std::exception_ptr error;
   bool stopped = false;
-  while (!m_scheduler->done()) {
-    // Ctrl-C, or a second one, reaches every build through the run's token.
-    while (m_cancel.level() < interrupt_token().level()) {
-      m_cancel.cancel();
-    }
-    if (!stopped && (interrupt_signal() != 0 || error)) {
-      stopped = true;
-      m_interrupted = m_interrupted || interrupt_signal() != 0;
-      m_scheduler->stop(error ? "an internal error" : "interrupted");
-      record_skipped();
-      save();
-    }
-    for (const StageStart& start : m_scheduler->start_ready()) {
-      const Stage& stage = *stages[start.stage];
-      Budget share = budget_share(budget, start.slots, stage.mem_per_job_gb);
-      threads.emplace_back([this, &ended, &wake, &requests, start, share] {
-        std::unique_lock held(m_mutex);
-        Ended end{start.stage, StageEnd::failed, nullptr};
-        try {
-          end.end = run_stage(start.stage, requests[start.stage], share);
-        } catch (...) {
-          end.error = std::current_exception();
-        }
-        ended.push_back(end);
-        wake.notify_all();
-      });
-    }
-    // Woken by a stage that ended; a tenth of a second at most, to notice Ctrl-C.
-    wake.wait_for(lock, std::chrono::milliseconds(100), [&] { return !ended.empty(); });
-    while (!ended.empty()) {
-      Ended end = ended.front();
-      ended.pop_front();
-      if (end.error) {
-        error = error ? error : end.error;
-        m_cancel.cancel(); // the run cannot end well: stop every build now
-        m_scheduler->finish(end.index, false);
-        continue;
+  // Whatever escapes the loop (a thread that cannot be created, an allocation) stops every
+  // build and waits for the stages' threads before it goes on: they use what is on this stack.
+  try {
+    while (!m_scheduler->done()) {
+      // Ctrl-C, or a second one, reaches every build through the run's token.
+      while (m_cancel.level() < interrupt_token().level()) {
+        m_cancel.cancel();
       }
-      stage_ended(end.index, end.end);
+      if (!stopped && (interrupt_signal() != 0 || error)) {
+        stopped = true;
+        m_interrupted = m_interrupted || interrupt_signal() != 0;
+        m_scheduler->stop(error ? "an internal error" : "interrupted");
+        record_skipped();
+        save();
+      }
+      for (const StageStart& start : m_scheduler->start_ready()) {
+        const Stage& stage = *stages[start.stage];
+        Budget share = budget_share(budget, start.slots, stage.mem_per_job_gb);
+        threads.emplace_back([this, &ended, &wake, &requests, start, share] {
+          std::unique_lock held(m_mutex);
+          Ended end{start.stage, StageEnd::failed, nullptr};
+          try {
+            end.end = run_stage(start.stage, requests[start.stage], share);
+          } catch (...) {
+            end.error = std::current_exception();
+          }
+          ended.push_back(end);
+          wake.notify_all();
+        });
+      }
+      // Woken by a stage that ended; a tenth of a second at most, to notice Ctrl-C.
+      wake.wait_for(lock, std::chrono::milliseconds(100), [&] { return !ended.empty(); });
+      while (!ended.empty()) {
+        Ended end = ended.front();
+        ended.pop_front();
+        if (end.error) {
+          error = error ? error : end.error;
+          m_cancel.cancel(); // the run cannot end well: stop every build now
+          m_scheduler->finish(end.index, false);
+          continue;
+        }
+        stage_ended(end.index, end.end);
+      }
     }
+  } catch (...) {
+    error = error ? error : std::current_exception();
+    m_cancel.cancel();
   }
   {
     Unlocked joining(m_mutex);
@@ -1098,7 +1137,14 @@ int Run::execute(const std::vector<const Stage*>& stages,
 }
 
 int Run::crashed(const std::string& reason) {
-  m_sampler.reset();
+  // From the main thread once every stage's thread has ended, or from any thread at all when
+  // an exception escaped one (std::terminate): then the record is taken from the stages as
+  // soon as they let go of it, or, when the crashing thread itself holds it, after a moment.
+  std::unique_lock record(m_mutex, std::defer_lock);
+  for (int tries = 0; tries < 200 && !record.try_lock(); ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  m_cancel.cancel();
   std::string now = utc_iso8601(m_clock.wall());
   m_record.status = "crashed";
   m_record.status_reason = reason;

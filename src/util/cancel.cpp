@@ -1,5 +1,7 @@
 #include "util/cancel.h"
 
+#include <atomic>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdint>
@@ -13,12 +15,13 @@ namespace kiln {
 
 namespace {
 
-volatile std::sig_atomic_t g_first_signal = 0;
+// Lock-free, so the handler may write it; atomic, as the run's threads read it.
+std::atomic<int> g_first_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 
 void on_signal(int signal) {
-  if (g_first_signal == 0) {
-    g_first_signal = signal;
-  }
+  int none = 0;
+  g_first_signal.compare_exchange_strong(none, signal); // the first one is kept
   interrupt_token().cancel();
 }
 
@@ -87,11 +90,12 @@ void install_interrupt_handlers() {
 }
 
 int interrupt_signal() {
-  return g_first_signal;
+  return g_first_signal.load();
 }
 
 std::string interrupt_signal_name() {
-  const char* name = g_first_signal != 0 ? sigabbrev_np(g_first_signal) : nullptr;
+  int first = g_first_signal.load();
+  const char* name = first != 0 ? sigabbrev_np(first) : nullptr;
   return name != nullptr ? std::string("SIG") + name : std::string();
 }
 

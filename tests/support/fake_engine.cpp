@@ -123,13 +123,13 @@ ProcessExit FakeEngine::build(const BuildRequest& request, const OutputSink& sin
     }
     sink(line + "\n");
   }
+  if (build.during) {
+    build.during();
+  }
   if (build.holds.count() > 0 && !cancel.sleep_for(build.holds)) {
     exit.interrupted = true;
     exit.term_signal = 2;
     return exit;
-  }
-  if (build.during) {
-    build.during();
   }
   if ((build.stalled || build.timed_out) && limits.on_stop) {
     limits.on_stop();

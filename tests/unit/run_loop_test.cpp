@@ -6,6 +6,9 @@
 #include <map>
 #include <new>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -14,6 +17,7 @@
 #include "fake_clock.h"
 #include "fake_engine.h"
 #include "temp_dir.h"
+#include "util/cancel.h"
 
 namespace kiln {
 namespace {
@@ -67,6 +71,15 @@ protected:
   }
 
   json manifest() const { return json::parse(m_dir.read("records/latest/manifest.json")); }
+
+  /// write_chain's, with a registry: its one stage is the final one, pushed once it passed.
+  void write_published_chain() {
+    write_chain();
+    std::string chain = m_dir.read("chain.toml");
+    chain.replace(chain.find("[chain]\n"), 8,
+                  "[chain]\nengine = \"buildkit\"\nregistry = \"reg.example:5000/team\"\n");
+    m_dir.write("chain.toml", chain);
+  }
 
   /// base; a, b and c on base; a2 on a; merge on a2, b and c: a chain that fans out and in.
   void write_wide_chain(const std::string& extra = "") {
@@ -349,6 +362,59 @@ TEST_F(RunLoop, TheJobBudgetIsSharedByTheStagesThatStartTogether) {
   EXPECT_EQ(jobs["a"] + jobs["b"] + jobs["c"], 6);
   EXPECT_EQ(jobs["a"], 2);
   EXPECT_EQ(jobs["merge"], 6);
+}
+
+/// The final stage of a chain with a registry: built to its local place, graded, then pushed.
+TEST_F(RunLoop, APublishThatMeetsA502IsRetriedAsARegistryFlakeAndIsNoBuildRetry) {
+  write_published_chain();
+  m_engine.script("base",
+                  {FakeBuild::ok(),
+                   FakeBuild::failing("error: failed to push reg.example:5000/team/base:latest: "
+                                      "unexpected status: 502 Bad Gateway"),
+                   FakeBuild::ok()});
+  EXPECT_EQ(run(), k_exit_ok) << m_output;
+  json stage = manifest()["stages"][0];
+  ASSERT_EQ(stage["attempts"].size(), 3u) << stage.dump(2);
+  EXPECT_EQ(stage["attempts"][0]["purpose"], "build");
+  EXPECT_EQ(stage["attempts"][0]["verdict"], "ok");
+  EXPECT_EQ(stage["attempts"][1]["purpose"], "publish");
+  EXPECT_EQ(stage["attempts"][1]["number"], 1);
+  EXPECT_EQ(stage["attempts"][1]["verdict"], "retry");
+  EXPECT_EQ(stage["attempts"][1]["transient_class"], "registry-network");
+  EXPECT_EQ(stage["attempts"][1]["log"], "stages/base.publish-1.log");
+  EXPECT_EQ(stage["attempts"][2]["purpose"], "publish");
+  EXPECT_EQ(stage["attempts"][2]["verdict"], "ok");
+  EXPECT_EQ(stage["outcome"], "built");
+  EXPECT_EQ(m_clock.sleeps(), (std::vector<std::chrono::milliseconds>{std::chrono::seconds(1)}));
+  // The summary counts the stage's builds: one, however many pushes it took.
+  EXPECT_NE(m_output.find("  base *  built           1  "), std::string::npos) << m_output;
+}
+
+/// In a child process: a Ctrl-C cancels the process-wide interrupt token for good.
+TEST_F(RunLoop, ACtrlCDuringThePublishEndsTheRunInterrupted) {
+  write_published_chain();
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    FakeBuild push = FakeBuild::ok();
+    push.during = [] { interrupt_token().cancel(); };
+    push.holds = std::chrono::minutes(1); // ended at once by the Ctrl-C
+    m_engine.script("base", {FakeBuild::ok(), push});
+    ::_exit(run());
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), k_exit_interrupted);
+  json doc = manifest();
+  EXPECT_EQ(doc["status"], "interrupted");
+  json stage = doc["stages"][0];
+  EXPECT_EQ(stage["status"], "interrupted");
+  ASSERT_EQ(stage["attempts"].size(), 2u);
+  EXPECT_EQ(stage["attempts"][1]["purpose"], "publish");
+  EXPECT_EQ(stage["attempts"][1]["verdict"], "interrupted");
+  EXPECT_EQ(stage["failure"],
+            "interrupted while publishing: the image did not leave the host whole");
 }
 
 } // namespace
