@@ -38,6 +38,26 @@ size_t build_attempts(const StageRecord& stage) {
                     [](const AttemptRecord& a) { return a.purpose == "build"; }));
 }
 
+/// The compile cache's hit rate over the compiles of the stage's last build, "-" without any.
+std::string compile_hits(const StageRecord& stage) {
+  for (auto a = stage.attempts.rbegin(); a != stage.attempts.rend(); ++a) {
+    if (a->purpose == "build" && a->compile) {
+      const auto& totals = a->compile->totals;
+      long seen = totals.hits + totals.misses;
+      return seen > 0 ? fmt::format("{:.0f}% of {}", 100.0 * totals.hits / seen, seen) : "-";
+    }
+  }
+  return "-";
+}
+
+/// A smoke stage's counts: passed/failed/skipped.
+std::string smoke_counts(const StageRecord& stage) {
+  if (!stage.smoke) {
+    return "-";
+  }
+  return fmt::format("{}/{}/{}", stage.smoke->passed, stage.smoke->failed, stage.smoke->skipped);
+}
+
 std::string join_names(const std::vector<std::string>& names) {
   std::string joined;
   for (const auto& name : names) {
@@ -250,13 +270,13 @@ void Console::failure_tail(const std::vector<std::string>& lines, const std::str
 
 void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir) {
   std::vector<std::vector<std::string>> rows = {
-      {"stage", "outcome", "attempts", "seconds", "jobs", "image"}};
+      {"stage", "outcome", "attempts", "seconds", "jobs", "cache hits", "smoke", "image"}};
   for (const auto& s : run.stages) {
     bool critical = std::find(run.critical_path.begin(), run.critical_path.end(), s.name) !=
                     run.critical_path.end();
     rows.push_back({s.name + (critical ? " *" : ""), s.outcome.empty() ? s.status : s.outcome,
                     std::to_string(build_attempts(s)), fmt::format("{:.1f}", s.seconds),
-                    s.jobs > 0 ? std::to_string(s.jobs) : "-",
+                    s.jobs > 0 ? std::to_string(s.jobs) : "-", compile_hits(s), smoke_counts(s),
                     s.image_id.empty() ? "-" : short_id(s.image_id)});
   }
   std::vector<size_t> widths(rows[0].size(), 0);
@@ -271,7 +291,7 @@ void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir
     std::string line = "  ";
     for (size_t c = 0; c < row.size(); ++c) {
       // Numbers right-aligned, words left-aligned.
-      bool numeric = c == 2 || c == 3 || c == 4;
+      bool numeric = c >= 2 && c <= 5;
       line += numeric ? fmt::format("{:>{}}", row[c], widths[c])
                       : fmt::format("{:<{}}", row[c], widths[c]);
       line += c + 1 < row.size() ? "  " : "";

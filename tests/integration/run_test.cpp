@@ -75,9 +75,11 @@ TEST(Run, DemoChainBuildsThenServesEveryStepFromTheLayerCache) {
   }
   EXPECT_NE(second.output.find("(all steps cached)"), std::string::npos);
   // The summary table and the record path close the console output.
-  EXPECT_NE(second.output.find("stage        outcome  attempts  seconds  jobs  image"),
-            std::string::npos)
+  EXPECT_NE(
+      second.output.find("stage        outcome  attempts  seconds  jobs  cache hits  smoke  image"),
+      std::string::npos)
       << second.output;
+  EXPECT_NE(second.output.find("  -  2/0/0  "), std::string::npos) << "the smoke stage's counts";
   EXPECT_NE(second.output.find("critical path (*) base -> toolchain -> libs -> final -> smoke: "),
             std::string::npos)
       << second.output;
