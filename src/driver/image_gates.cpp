@@ -54,9 +54,12 @@ std::vector<GateRecord> ImageGates::grade_parents(const Stage& stage, const Buil
     } else {
       subject = "parent " + parent.ref;
     }
-    if (auto seen = m_graded.find(subject); seen != m_graded.end()) {
-      records.push_back(seen->second);
-      continue;
+    {
+      std::lock_guard lock(m_mutex);
+      if (auto seen = m_graded.find(subject); seen != m_graded.end()) {
+        records.push_back(seen->second);
+        continue;
+      }
     }
     GateRecord record;
     if (context != request.contexts.end()) {
@@ -71,7 +74,10 @@ std::vector<GateRecord> ImageGates::grade_parents(const Stage& stage, const Buil
                                   "passes on",
                                   m_engine.name(), parent.ref);
     }
-    m_graded[subject] = record;
+    {
+      std::lock_guard lock(m_mutex);
+      m_graded[subject] = record;
+    }
     records.push_back(record);
   }
   return records;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@ private:
   const Chain& m_chain;
   const Engine& m_engine;
   std::vector<std::string> m_built_by_run;
+  std::mutex m_mutex; // stages grade at once; it guards m_graded, not the engine's answers
   std::map<std::string, GateRecord> m_graded; // by subject
 };
 

@@ -589,7 +589,12 @@ void Run::gate_log(const Stage& stage, const GateRecord& gate) {
 
 bool Run::parent_gates(const Stage& stage, const BuildRequest& request, StageRecord& record) {
   bool ok = true;
-  for (auto& gate : m_gates->grade_parents(stage, request)) {
+  std::vector<GateRecord> graded;
+  {
+    Unlocked waiting(m_mutex); // a parent may have to be pulled
+    graded = m_gates->grade_parents(stage, request);
+  }
+  for (auto& gate : graded) {
     gate_log(stage, gate);
     ok = ok && (gate.verdict == "pass" || gate.verdict == "not-graded");
     record.gates.push_back(std::move(gate));
@@ -638,7 +643,11 @@ std::string Run::post_build_gates(const Stage& stage, StageRecord& record,
     }
   }
   if (m_gates->graded_after_build(stage)) {
-    GateRecord gate = m_gates->grade_built(stage);
+    GateRecord gate;
+    {
+      Unlocked waiting(m_mutex);
+      gate = m_gates->grade_built(stage);
+    }
     gate_log(stage, gate);
     bool pass = gate.verdict == "pass";
     record.gates.push_back(std::move(gate));
