@@ -34,6 +34,15 @@ const Stage* Chain::find_stage(const std::string& name) const {
   return nullptr;
 }
 
+const Lane* Chain::find_lane(const std::string& name) const {
+  for (const auto& lane : lanes) {
+    if (lane.name == name) {
+      return &lane;
+    }
+  }
+  return nullptr;
+}
+
 std::string Chain::pushed_ref(const Stage& stage) const {
   // The first path component names a registry when it looks like a host (docker's rule).
   std::string_view name = stage.tag;
@@ -47,7 +56,7 @@ std::string Chain::pushed_ref(const Stage& stage) const {
 }
 
 std::filesystem::path Chain::cache_slug(const Stage& stage) const {
-  std::string slug = name + "-" + stage.name;
+  std::string slug = name + "-" + stage.known_as();
   if (!stage.lane.empty()) {
     slug += "-" + stage.lane;
   }

@@ -153,8 +153,18 @@ struct Stage {
   /// Every name the Dockerfile declares with ARG (before or after FROM), in first-seen order.
   std::vector<std::string> declared_args;
 
+  /// The name its Dockerfile and the Dockerfiles that need it know it by (FROM base): its
+  /// name without its lane. Empty: its name (a stage made by hand).
+  std::string context_name;
+  const std::string& known_as() const { return context_name.empty() ? name : context_name; }
+  /// With [[lane]] tables, the lanes it runs in as the chain file names them (none: all), and
+  /// once the chain is loaded, the one lane of this copy.
+  std::vector<std::string> lanes;
+  std::vector<SourcePos> lanes_pos;
+
   // BuildKit cache tiers.
-  std::string lane;                  // part of the local cache slug's name (an arch, a variant)
+  std::string lane;                  // part of the local cache slug's name (an arch, a variant);
+                                     // with [[lane]] tables, the lane of this copy
   bool cache_local = false;          // the local stage export, from [cache] local unless set here
   std::vector<CacheSpec> cache_from; // registry tiers the build imports
   std::vector<CacheSpec> cache_to;   // registry and inline tiers the build exports
@@ -163,6 +173,17 @@ struct Stage {
 
   std::optional<double> disk_floor_gb;  // free space the stage needs to start; [disk] floor_gb
   std::optional<double> mem_per_job_gb; // the job budget's divisor; [resources] mem_per_job_gb
+};
+
+/// One copy of the chain for one platform or worker: every stage runs once per lane unless it
+/// names its lanes. Its stages' images, layouts, budget files and cache slugs are its own.
+struct Lane {
+  std::string name;
+  std::string platform;                // BuildKit `--opt platform=`, buildah `--platform`
+  std::string host;                    // the BuildKit address its builds go to; "" the chain's
+  std::filesystem::path ca, cert, key; // TLS files for a tcp:// host, absolute; "" for none
+  KeyValues build_args;                // over the stage's own, under the command line's
+  SourcePos pos;
 };
 
 struct Chain {
@@ -182,9 +203,13 @@ struct Chain {
   KeyValues versions;                  // pins from versions_file, in file order
   RetryPolicy defaults;
   std::vector<TransientClass> transient; // chain-file additions to the built-in classes
-  std::vector<Stage> stages;             // in file order
+  /// In file order. With lanes, one per stage and lane, lane by lane: `<lane>/<stage>`.
+  std::vector<Stage> stages;
+  std::vector<Lane> lanes;      // [[lane]] tables, in file order; none: one copy of the chain
+  std::optional<int> max_lanes; // lanes building at once; nullopt: all
 
   const Stage* find_stage(const std::string& name) const;
+  const Lane* find_lane(const std::string& name) const;
 
   /// The reference a stage's image is pushed to when the chain names a registry: the tag's
   /// repository and tag moved under the registry (`localhost/hello-base:latest` ->

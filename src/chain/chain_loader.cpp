@@ -30,15 +30,18 @@ const std::vector<std::string> k_isolations = {"chroot", "oci", "rootless"};
 
 const std::vector<std::string> k_top_keys = {"chain", "engine", "defaults",  "transient",
                                              "cache", "disk",   "resources", "gates",
-                                             "smoke", "stage"};
+                                             "smoke", "stage",  "lane"};
+const std::vector<std::string> k_lane_keys = {"name", "platform", "host",      "ca",
+                                              "cert", "key",      "build_args"};
 const std::vector<std::string> k_gates_keys = {"host_env_names", "cache_mount_targets",
                                                "cache_endpoint_arg", "per_file_only_dirs"};
 const std::vector<std::string> k_smoke_keys = {"min_passed", "max_skipped"};
 const std::vector<std::string> k_disk_keys = {
     "path",       "need_gb",          "guard_gb",        "floor_gb",
     "keep_slugs", "buildkit_keep_gb", "watch_interval_s"};
-const std::vector<std::string> k_resources_keys = {
-    "sample_interval_s", "host_reserve_gb", "memory_limit_gb", "mem_per_job_gb", "max_parallel"};
+const std::vector<std::string> k_resources_keys = {"sample_interval_s", "host_reserve_gb",
+                                                   "memory_limit_gb",   "mem_per_job_gb",
+                                                   "max_parallel",      "max_lanes"};
 const std::vector<std::string> k_chain_keys = {"name",    "engine",   "versions",
                                                "records", "registry", "final"};
 const std::vector<std::string> k_engine_keys = {"buildah", "buildkit"};
@@ -58,7 +61,7 @@ const std::vector<std::string> k_stage_keys = {
     "needs",         "build_args",     "secrets",    "attempts",       "min_compile_requests",
     "lane",          "cache_local",    "cache_from", "cache_to",       "snapshot_cache_to",
     "disk_floor_gb", "mem_per_job_gb", "kind",       "gate_image_env", "stall_timeout_s",
-    "timeout_s",     "weight"};
+    "timeout_s",     "weight",         "lanes"};
 const char* const k_attempts_hint = "1 means a single attempt and no retry";
 const std::vector<std::string> k_secret_keys = {"id", "env", "file"};
 
@@ -225,7 +228,12 @@ private:
   std::optional<CacheSpec> read_cache_spec(const toml::node& node, std::string_view key);
   void read_transient(const toml::table& table);
   void read_stage(const toml::table& table);
-  void read_build_args(const toml::table& table, Stage& stage);
+  void read_build_args(const toml::table& table, KeyValues& args, std::vector<SourcePos>* where);
+  void read_lane(const toml::table& table);
+  /// Each stage's `lanes` names lanes, and a stage runs in every lane of the stages it needs.
+  void check_lanes();
+  /// One copy of each stage per lane it runs in, `<lane>/<stage>`, its needs in its lane.
+  void expand_lanes();
   void read_secret(const toml::table& table, Stage& stage);
   void read_versions();
   void check_needs();
@@ -600,6 +608,9 @@ void Loader::read_resources(const toml::table& root) {
   }
   resources.mem_per_job_gb =
       get_gb(*table, where, "mem_per_job_gb", true).value_or(resources.mem_per_job_gb);
+  m_chain.max_lanes = get_count(*table, where, "max_lanes",
+                                "1 builds one lane at a time; leave it out to build every lane "
+                                "at once");
   resources.max_parallel = get_count(*table, where, "max_parallel",
                                      "1 builds one stage at a time; leave it out to "
                                      "build as many at once as the job budget allows");
@@ -813,6 +824,7 @@ void Loader::read_stage(const toml::table& table) {
   stage.pos = pos(table);
   if (const auto* name = get<std::string>(table, where, "name", true)) {
     stage.name = name->get();
+    stage.context_name = stage.name;
     source.name_line = static_cast<int>(name->source().begin.line);
     if (!is_lower_name(stage.name, false)) {
       error(pos(*name), fmt::format("stage name '{}' is not valid", stage.name),
@@ -861,7 +873,7 @@ void Loader::read_stage(const toml::table& table) {
     }
   }
   if (const auto* build_args = get<toml::table>(table, where, "build_args")) {
-    read_build_args(*build_args, stage);
+    read_build_args(*build_args, stage.build_args, &stage.build_args_pos);
   }
   if (const auto* secrets = get<toml::array>(table, where, "secrets")) {
     for (const auto& element : *secrets) {
@@ -885,6 +897,19 @@ void Loader::read_stage(const toml::table& table) {
                 "leave it out for no floor; 1 already catches a step that compiled nothing "
                 "through the cache")
           .value_or(0);
+  if (const auto* lanes = get<toml::array>(table, where, "lanes")) {
+    for (const auto& element : *lanes) {
+      if (const auto* lane = element.as_string()) {
+        stage.lanes.push_back(lane->get());
+        stage.lanes_pos.push_back(pos(element));
+      } else {
+        error(pos(element),
+              fmt::format("each of 'lanes' in [[stage]] must be a lane name, not {}",
+                          type_name(element)),
+              "write lanes = [\"amd64\", ...] with names of [[lane]] tables");
+      }
+    }
+  }
   stage.weight = get_count(table, where, "weight",
                            "a stage's share of the job budget is its weight over the weights of "
                            "the stages building with it; 1 is an equal share")
@@ -930,7 +955,8 @@ void Loader::read_stage(const toml::table& table) {
   m_sources.push_back(std::move(source));
 }
 
-void Loader::read_build_args(const toml::table& table, Stage& stage) {
+void Loader::read_build_args(const toml::table& table, KeyValues& args,
+                             std::vector<SourcePos>* where) {
   // toml++ keeps keys sorted; the model keeps them in file order.
   std::vector<std::pair<const toml::key*, const toml::node*>> entries;
   for (auto&& [key, value] : table) {
@@ -961,8 +987,10 @@ void Loader::read_build_args(const toml::table& table, Stage& stage) {
             fmt::format("build arg '{}' must be a string, not {}", name, type_name(*value)), hint);
       continue;
     }
-    stage.build_args.emplace_back(name, text->get());
-    stage.build_args_pos.push_back(key_pos);
+    args.emplace_back(name, text->get());
+    if (where != nullptr) {
+      where->push_back(key_pos);
+    }
   }
 }
 
@@ -1268,6 +1296,134 @@ void Loader::check_cache_tiers() {
   }
 }
 
+void Loader::read_lane(const toml::table& table) {
+  const std::string_view where = "in [[lane]]";
+  check_keys(table, where, k_lane_keys);
+  Lane lane;
+  lane.pos = pos(table);
+  if (const auto* name = get<std::string>(table, where, "name", true)) {
+    lane.name = name->get();
+    if (!is_lower_name(lane.name, false)) {
+      error(pos(*name), fmt::format("lane name '{}' is not valid", lane.name),
+            "use lower-case letters, digits, '_', '.' and '-', starting with a letter: it names "
+            "the lane's images and folders");
+    } else if (m_chain.find_lane(lane.name) != nullptr) {
+      error(pos(*name), fmt::format("duplicate lane name '{}'", lane.name), "rename one of them");
+    }
+  }
+  if (const auto* platform = get<std::string>(table, where, "platform")) {
+    lane.platform = platform->get();
+    if (lane.platform.find('/') == std::string::npos ||
+        lane.platform.find_first_of(" ,=") != std::string::npos) {
+      error(pos(*platform), fmt::format("platform '{}' is not a platform", lane.platform),
+            "write os/arch[/variant], e.g. \"linux/arm64\"");
+    }
+  }
+  if (const auto* host = get<std::string>(table, where, "host")) {
+    lane.host = host->get();
+    if (lane.host.find("://") == std::string::npos) {
+      error(pos(*host), fmt::format("lane host '{}' has no scheme", lane.host),
+            "write unix:///path/to/buildkitd.sock or tcp://host:port");
+    }
+  }
+  for (auto [key, file] :
+       {std::pair{"ca", &lane.ca}, std::pair{"cert", &lane.cert}, std::pair{"key", &lane.key}}) {
+    if (const auto* path = get<std::string>(table, where, key)) {
+      if (auto found = existing_path(*path, fmt::format("lane {} file", key), PathKind::file)) {
+        *file = *found;
+      }
+    }
+  }
+  if (const auto* build_args = get<toml::table>(table, where, "build_args")) {
+    read_build_args(*build_args, lane.build_args, nullptr);
+  }
+  m_chain.lanes.push_back(std::move(lane));
+}
+
+void Loader::check_lanes() {
+  std::vector<std::string> names;
+  for (const auto& lane : m_chain.lanes) {
+    names.push_back(lane.name);
+  }
+  for (const auto& stage : m_chain.stages) {
+    if (!m_chain.lanes.empty() && !stage.lane.empty()) {
+      error(stage.pos,
+            fmt::format("stage '{}' sets 'lane' while the chain has [[lane]] tables", stage.name),
+            "leave 'lane' out: each copy of the stage takes its lane's name; use 'lanes' to "
+            "choose the lanes it runs in");
+    }
+    for (size_t i = 0; i < stage.lanes.size(); ++i) {
+      if (m_chain.find_lane(stage.lanes[i]) == nullptr) {
+        error(stage.lanes_pos[i],
+              m_chain.lanes.empty()
+                  ? fmt::format("stage '{}' names lane '{}', but the chain has no [[lane]] tables",
+                                stage.name, stage.lanes[i])
+                  : fmt::format("unknown lane '{}' in lanes", stage.lanes[i]),
+              m_chain.lanes.empty() ? "add a [[lane]] table with that name, or leave 'lanes' out"
+                                    : did_you_mean(stage.lanes[i], names, "lanes"));
+      }
+    }
+  }
+  // A stage runs only in lanes where every stage it needs runs too.
+  auto runs_in = [](const Stage& stage, const std::string& lane) {
+    return stage.lanes.empty() ||
+           std::find(stage.lanes.begin(), stage.lanes.end(), lane) != stage.lanes.end();
+  };
+  for (const auto& stage : m_chain.stages) {
+    for (size_t i = 0; i < stage.needs.size(); ++i) {
+      const Stage* need = m_chain.find_stage(stage.needs[i]);
+      if (need == nullptr) {
+        continue;
+      }
+      for (const auto& lane : m_chain.lanes) {
+        if (runs_in(stage, lane.name) && !runs_in(*need, lane.name)) {
+          error(stage.needs_pos[i],
+                fmt::format("stage '{}' runs in lane '{}', but '{}', which it needs, does not",
+                            stage.name, lane.name, need->name),
+                fmt::format("add \"{}\" to the lanes of '{}', or limit the lanes of '{}'",
+                            lane.name, need->name, stage.name));
+          break;
+        }
+      }
+    }
+  }
+}
+
+/// `localhost/hello-base:latest` in lane amd64 is `localhost/hello-base-amd64:latest`.
+std::string lane_tag(const std::string& tag, const std::string& lane) {
+  size_t slash = tag.rfind('/');
+  size_t colon = tag.rfind(':');
+  if (colon == std::string::npos || (slash != std::string::npos && colon < slash)) {
+    return tag + "-" + lane;
+  }
+  return tag.substr(0, colon) + "-" + lane + tag.substr(colon);
+}
+
+void Loader::expand_lanes() {
+  if (m_chain.lanes.empty()) {
+    return;
+  }
+  std::vector<Stage> copies;
+  for (const auto& lane : m_chain.lanes) {
+    for (const auto& stage : m_chain.stages) {
+      if (!stage.lanes.empty() &&
+          std::find(stage.lanes.begin(), stage.lanes.end(), lane.name) == stage.lanes.end()) {
+        continue;
+      }
+      Stage copy = stage;
+      copy.name = lane.name + "/" + stage.name;
+      copy.lane = lane.name;
+      copy.lanes = {lane.name};
+      copy.tag = lane_tag(stage.tag, lane.name);
+      for (auto& need : copy.needs) {
+        need = lane.name + "/" + need;
+      }
+      copies.push_back(std::move(copy));
+    }
+  }
+  m_chain.stages = std::move(copies);
+}
+
 tl::expected<Chain, Diagnostics> Loader::load() {
   std::error_code ignored;
   if (fs::is_directory(m_file, ignored)) {
@@ -1321,6 +1477,9 @@ tl::expected<Chain, Diagnostics> Loader::load() {
     error(pos(*stages), "the chain has no stages: 'stage' is an empty array",
           "add a [[stage]] table with a name and a dockerfile");
   }
+  for (const auto* table : tables_in(root, "lane")) {
+    read_lane(*table);
+  }
   for (const auto* table : tables_in(root, "stage")) {
     read_stage(*table);
   }
@@ -1331,6 +1490,7 @@ tl::expected<Chain, Diagnostics> Loader::load() {
   check_dockerfile_needs();
   check_cache_tiers();
   check_gates();
+  check_lanes();
 
   if (!m_diagnostics.empty()) {
     // Chain-file problems first, each file top to bottom, the way an editor walks them.
@@ -1341,6 +1501,7 @@ tl::expected<Chain, Diagnostics> Loader::load() {
         });
     return tl::unexpected(std::move(m_diagnostics));
   }
+  expand_lanes();
   return std::move(m_chain);
 }
 

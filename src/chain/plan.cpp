@@ -71,33 +71,70 @@ tl::expected<std::vector<const Stage*>, std::string> select_stages(const Chain& 
   if (!selection.only.empty() && !selection.from.empty()) {
     return tl::unexpected(std::string("use --only or --from, not both"));
   }
+  // With lanes, a stage is named with its lane (amd64/libs) or without it, for every lane.
+  auto named = [](const Stage* stage, const std::string& name) {
+    return stage->name == name || stage->known_as() == name;
+  };
   std::vector<const Stage*> order = run_order(chain);
+  for (const auto& lane : selection.lanes) {
+    if (chain.find_lane(lane) == nullptr) {
+      std::vector<std::string> names;
+      for (const auto& each : chain.lanes) {
+        names.push_back(each.name);
+      }
+      if (chain.lanes.empty()) {
+        return tl::unexpected(fmt::format("--lane {}: the chain has no [[lane]] tables", lane));
+      }
+      std::string suggestion = closest_match(lane, names);
+      return tl::unexpected(fmt::format("unknown lane '{}' in --lane ({})", lane,
+                                        suggestion.empty() ? "lanes: " + join(names, ", ")
+                                                           : "did you mean '" + suggestion + "'?"));
+    }
+  }
+  if (!selection.lanes.empty()) {
+    std::erase_if(order, [&](const Stage* stage) {
+      return std::find(selection.lanes.begin(), selection.lanes.end(), stage->lane) ==
+             selection.lanes.end();
+    });
+  }
+  auto unknown = [&](const std::string& name) {
+    return std::none_of(order.begin(), order.end(),
+                        [&](const Stage* stage) { return named(stage, name); });
+  };
   if (!selection.only.empty()) {
     for (const auto& name : selection.only) {
-      if (!chain.find_stage(name)) {
+      if (unknown(name)) {
         return tl::unexpected(unknown_stage(chain, name, "--only"));
       }
     }
     std::erase_if(order, [&](const Stage* stage) {
-      return std::find(selection.only.begin(), selection.only.end(), stage->name) ==
-             selection.only.end();
+      return std::none_of(selection.only.begin(), selection.only.end(),
+                          [&](const std::string& name) { return named(stage, name); });
     });
     return order;
   }
   if (!selection.from.empty()) {
-    auto from = std::find_if(order.begin(), order.end(),
-                             [&](const Stage* stage) { return stage->name == selection.from; });
-    if (from == order.end()) {
+    if (unknown(selection.from)) {
       return tl::unexpected(unknown_stage(chain, selection.from, "--from"));
     }
-    return std::vector<const Stage*>(from, order.end());
+    // From that stage on, in each lane it is in.
+    std::set<std::string> started;
+    std::erase_if(order, [&](const Stage* stage) {
+      if (named(stage, selection.from)) {
+        started.insert(stage->lane);
+      }
+      return started.count(stage->lane) == 0;
+    });
   }
   return order;
 }
 
 KeyValues stage_build_args(const Chain& chain, const Stage& stage, const KeyValues& overrides) {
   KeyValues args;
-  for (const KeyValues* layer : {&chain.versions, &stage.build_args, &overrides}) {
+  static const KeyValues none;
+  const Lane* lane = chain.find_lane(stage.lane);
+  for (const KeyValues* layer : {&chain.versions, &stage.build_args,
+                                 lane != nullptr ? &lane->build_args : &none, &overrides}) {
     for (const auto& [key, value] : *layer) {
       set_value(args, key, value);
     }

@@ -11,8 +11,9 @@
 namespace kiln {
 
 struct Selection {
-  std::vector<std::string> only; // --only a,b: exactly these stages
-  std::string from;              // --from x: x and every stage after it in run order
+  std::vector<std::string> only;  // --only a,b: exactly these stages
+  std::string from;               // --from x: x and every stage after it in run order
+  std::vector<std::string> lanes; // --lane: only these lanes' stages
 };
 
 /// The run order of the whole chain: dependencies first, file order where they allow.
@@ -28,8 +29,8 @@ tl::expected<std::vector<const Stage*>, std::string> select_stages(const Chain& 
 std::vector<const DockerfileSource*> unique_dockerfiles(const std::vector<const Stage*>& stages);
 
 /// The build args one stage receives, in a stable order: versions pins, then the stage's own
-/// build_args, then command-line overrides, later ones winning; only names the stage's
-/// Dockerfile declares with ARG, so a pin a stage does not use never changes its cache key.
+/// build_args, then its lane's, then command-line overrides, later ones winning; only names the
+/// stage's Dockerfile declares with ARG, so a pin a stage does not use never changes its cache key.
 KeyValues stage_build_args(const Chain& chain, const Stage& stage, const KeyValues& overrides);
 
 } // namespace kiln

@@ -27,6 +27,7 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
   run->add_option("chain", args.chain_file, "The chain file (TOML)")->required();
   run->add_option("--only", args.only, "Build only these stages (comma-separated)")->delimiter(',');
   run->add_option("--from", args.from, "Build this stage and every stage after it");
+  run->add_option("--lane", args.lanes, "Build only these lanes (comma-separated)")->delimiter(',');
   run->add_option("--build-arg", args.build_args,
                   "K=V overriding versions pins and chain build args (repeatable)");
   run->add_flag("--dry-run", args.dry_run, "Print each stage's engine command; run nothing");
@@ -72,6 +73,7 @@ int run_command(const RunArgs& args) {
   RunOptions options;
   options.selection.only = args.only;
   options.selection.from = args.from;
+  options.selection.lanes = args.lanes;
   options.dry_run = args.dry_run;
   options.no_cache_export = args.no_cache_export;
   options.no_salvage = args.no_salvage;

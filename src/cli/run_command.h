@@ -13,6 +13,7 @@ namespace kiln {
 struct RunArgs {
   std::string chain_file;
   std::vector<std::string> only;
+  std::vector<std::string> lanes;
   std::string from;
   std::vector<std::string> build_args;
   bool dry_run = false;

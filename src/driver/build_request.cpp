@@ -19,7 +19,8 @@ std::filesystem::path budget_file(const Chain& chain, const std::string& stage) 
 }
 
 NamedContext stage_context(const Chain& chain, const Stage& stage) {
-  return {stage.name, stage.tag, stage_layout(chain, stage.name), stage_metadata(chain, stage.name),
+  return {stage.known_as(), stage.tag, stage_layout(chain, stage.name),
+          stage_metadata(chain, stage.name),
           chain.registry.empty() ? std::string() : chain.pushed_ref(stage)};
 }
 
@@ -27,6 +28,13 @@ BuildRequest build_request(const Chain& chain, const Stage& stage, const KeyValu
                            const std::filesystem::path& tools) {
   BuildRequest request;
   request.stage = stage.name;
+  if (const Lane* lane = chain.find_lane(stage.lane)) {
+    request.platform = lane->platform;
+    request.host = lane->host;
+    request.tls_ca = lane->ca;
+    request.tls_cert = lane->cert;
+    request.tls_key = lane->key;
+  }
   request.tools = tools;
   request.dockerfile = stage.dockerfile;
   request.context = stage.context;

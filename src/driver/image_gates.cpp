@@ -45,8 +45,15 @@ std::vector<GateRecord> ImageGates::grade_parents(const Stage& stage, const Buil
                      [&](const NamedContext& c) { return lower(c.name) == lower(parent.ref); });
     std::string subject;
     if (context != request.contexts.end()) {
-      if (std::find(m_built_by_run.begin(), m_built_by_run.end(), context->name) !=
-          m_built_by_run.end()) {
+      // The stage it needs under that name, in its own lane.
+      std::string need = context->name;
+      for (const auto& each : stage.needs) {
+        if (const Stage* needed = m_chain.find_stage(each);
+            needed != nullptr && needed->known_as() == context->name) {
+          need = each;
+        }
+      }
+      if (std::find(m_built_by_run.begin(), m_built_by_run.end(), need) != m_built_by_run.end()) {
         continue;
       }
       subject = fmt::format("parent {} ({}, from an earlier run)", context->name,
@@ -84,7 +91,7 @@ std::vector<GateRecord> ImageGates::grade_parents(const Stage& stage, const Buil
 }
 
 bool ImageGates::graded_after_build(const Stage& stage) const {
-  return stage.gate_image_env || stage.name == m_chain.gates.final_stage;
+  return stage.gate_image_env || stage.known_as() == m_chain.gates.final_stage;
 }
 
 GateRecord ImageGates::grade_built(const Stage& stage) {

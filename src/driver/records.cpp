@@ -100,6 +100,7 @@ Json stage_json(const StageRecord& s) {
              {"verdict", m.verdict},         {"reason", m.reason}};
   }
   return {{"name", s.name},
+          {"lane", s.lane},
           {"tag", s.tag},
           {"status", s.status},
           {"outcome", s.outcome},

@@ -89,7 +89,8 @@ struct SmokeRecord {
 };
 
 struct StageRecord {
-  std::string name;
+  std::string name; // with lanes, `<lane>/<stage>`
+  std::string lane; // "" without lanes
   std::string tag;
   std::string status = "pending"; // pending | running | ok | failed | refused | interrupted |
                                   // skipped | abandoned (refused: a gate stopped it)

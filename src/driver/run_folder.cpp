@@ -143,6 +143,8 @@ void RunFolder::log(std::string_view message) {
 }
 
 tl::expected<RecordLog, std::string> RunFolder::open_log(const std::string& relative) {
+  std::error_code ignored; // a lane's stage logs are in a folder of its own; open says why not
+  std::filesystem::create_directories((m_path / relative).parent_path(), ignored);
   auto log = RecordLog::open(m_path / relative);
   if (!log) {
     m_state->fail(log.error());

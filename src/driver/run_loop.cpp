@@ -138,27 +138,27 @@ std::vector<std::string> lint_stage_dockerfiles(const Chain& chain,
 }
 
 /// Needs that this run does not build must have been built before.
-std::vector<std::string> check_outside_needs(const std::vector<const Stage*>& stages,
-                                             const std::vector<BuildRequest>& requests,
+std::vector<std::string> check_outside_needs(const Chain& chain,
+                                             const std::vector<const Stage*>& stages,
                                              const Engine& engine) {
   std::vector<std::string> problems;
+  std::set<std::string> built_here;
+  for (const Stage* stage : stages) {
+    built_here.insert(stage->name);
+  }
   std::map<std::string, bool> checked;
-  for (size_t i = 0; i < stages.size(); ++i) {
-    for (const auto& context : requests[i].contexts) {
-      bool built_here = false;
-      for (const Stage* s : stages) {
-        built_here = built_here || s->name == context.name;
-      }
-      if (built_here || checked.count(context.name) > 0) {
+  for (const Stage* stage : stages) {
+    for (const auto& need : stage->needs) {
+      if (built_here.count(need) > 0 || checked.count(need) > 0) {
         continue;
       }
-      checked[context.name] = engine.has_stage_image(context);
-      if (!checked[context.name]) {
+      NamedContext context = stage_context(chain, *chain.find_stage(need));
+      checked[need] = engine.has_stage_image(context);
+      if (!checked[need]) {
         problems.push_back(error_line(fmt::format(
             "stage '{}' needs '{}', which this run does not build, and {} has no image of it "
             "from an earlier run ({}); build it first (kiln run --only {}) or widen the selection",
-            stages[i]->name, context.name, engine.name(), engine.stage_image_place(context),
-            context.name)));
+            stage->name, need, engine.name(), engine.stage_image_place(context), need)));
       }
     }
   }
@@ -1032,7 +1032,8 @@ void Run::schedule(const std::vector<const Stage*>& stages,
   m_watchdog = &watchdog;
   m_record.max_parallel = max_parallel;
   m_scheduler.emplace(std::move(plan),
-                      SchedulerLimits{max_parallel, budget.slots, m_options.fail_fast});
+                      SchedulerLimits{max_parallel, budget.slots, m_options.fail_fast,
+                                      m_chain.max_lanes.value_or(0)});
   m_folder.log(fmt::format("schedule: up to {} stage(s) at once{}, sharing {} slot(s) of {:.1f} "
                            "GB and {} job(s); {}",
                            max_parallel,
@@ -1304,7 +1305,7 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     for (auto& problem : engine.unsupported(requests, version->text)) {
       problems.push_back(error_line(problem));
     }
-    auto outside = check_outside_needs(stages, requests, engine);
+    auto outside = check_outside_needs(chain, stages, engine);
     problems.insert(problems.end(), outside.begin(), outside.end());
   }
   if (!report(problems, errors)) {
@@ -1353,6 +1354,7 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   for (size_t i = 0; i < stages.size(); ++i) {
     StageRecord s;
     s.name = stages[i]->name;
+    s.lane = chain.lanes.empty() ? std::string() : stages[i]->lane;
     s.tag = stages[i]->tag;
     s.min_compile_requests = stages[i]->min_compile_requests;
     for (const auto& need : stages[i]->needs) {

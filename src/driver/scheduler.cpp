@@ -10,12 +10,14 @@ std::vector<PlanStage> plan_stages(const std::vector<const Stage*>& stages) {
   for (size_t i = 0; i < stages.size(); ++i) {
     index.emplace(stages[i]->name, i);
   }
+  std::unordered_map<std::string, size_t> lanes;
   std::vector<PlanStage> plan;
   plan.reserve(stages.size());
   for (const Stage* stage : stages) {
     PlanStage& node = plan.emplace_back();
     node.name = stage->name;
     node.weight = stage->weight;
+    node.lane = lanes.emplace(stage->lane, lanes.size()).first->second;
     for (const auto& need : stage->needs) {
       if (auto found = index.find(need); found != index.end()) {
         node.needs.push_back(found->second);
@@ -36,6 +38,11 @@ Scheduler::Scheduler(std::vector<PlanStage> stages, SchedulerLimits limits)
   m_state.assign(count, StageState::waiting);
   m_because.resize(count);
   m_slots.assign(count, 0);
+  size_t lanes = 0;
+  for (const auto& stage : m_stages) {
+    lanes = std::max(lanes, stage.lane + 1);
+  }
+  m_running_in_lane.assign(lanes, 0);
   for (size_t i = 0; i < count; ++i) {
     m_stages[i].weight = std::max(1, m_stages[i].weight);
     m_unmet[i] = m_stages[i].needs.size();
@@ -59,6 +66,15 @@ std::vector<StageStart> Scheduler::start_ready() {
       break;
     }
     size_t stage = *it;
+    size_t lane = m_stages[stage].lane;
+    if (m_limits.max_lanes > 0 && m_running_in_lane[lane] == 0 &&
+        m_busy_lanes >= m_limits.max_lanes) {
+      ++it; // its lane waits for another lane to pause; a later stage may be in a busy one
+      continue;
+    }
+    if (m_running_in_lane[lane]++ == 0) {
+      ++m_busy_lanes;
+    }
     long share = static_cast<long>(m_limits.slots) * m_stages[stage].weight / wanting;
     int slots = static_cast<int>(std::clamp<long>(share, 1, m_free_slots));
     m_free_slots -= slots;
@@ -76,6 +92,9 @@ void Scheduler::finish(size_t stage, bool succeeded) {
     return;
   }
   m_free_slots += m_slots[stage];
+  if (--m_running_in_lane[m_stages[stage].lane] == 0) {
+    --m_busy_lanes;
+  }
   m_slots[stage] = 0;
   m_weight_ready_or_running -= m_stages[stage].weight;
   if (succeeded) {

@@ -14,10 +14,11 @@ struct PlanStage {
   std::string name;
   std::vector<size_t> needs; // indices of the stages of this run it builds on
   int weight = 1;            // its claim on the job budget against the stages running with it
+  size_t lane = 0;           // stages of one lane share it; 0 without lanes
 };
 
 /// The scheduler's view of `stages` (a run's, in run order): each need that the run builds,
-/// by index; a need outside them was built by an earlier run.
+/// by index (a need outside them was built by an earlier run), and lanes numbered in order.
 std::vector<PlanStage> plan_stages(const std::vector<const Stage*>& stages);
 
 enum class StageState { waiting, running, succeeded, failed, skipped };
@@ -32,6 +33,7 @@ struct SchedulerLimits {
   int max_parallel = 1; // stages building at once
   int slots = 1;        // the budget every running stage shares: how many jobs the memory holds
   bool fail_fast = false;
+  int max_lanes = 0; // lanes with a stage running at once; 0: no limit
 };
 
 /// Which stages of a run start when, like ninja's Plan: a stage starts once every stage it
@@ -81,6 +83,8 @@ private:
   std::vector<int> m_slots; // the share each running stage holds
   std::set<size_t> m_ready;
   std::set<size_t> m_running;
+  std::vector<int> m_running_in_lane;
+  int m_busy_lanes = 0;
   std::vector<size_t> m_skipped;
   int m_free_slots = 1;
   long m_weight_ready_or_running = 0;

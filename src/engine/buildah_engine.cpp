@@ -94,6 +94,9 @@ std::vector<std::string> BuildahEngine::build_argv(const BuildRequest& request) 
   if (!request.target.empty()) {
     argv.insert(argv.end(), {"--target", request.target});
   }
+  if (!request.platform.empty()) {
+    argv.insert(argv.end(), {"--platform", request.platform});
+  }
   if (request.no_cache) {
     argv.push_back("--no-cache");
   }

@@ -328,13 +328,30 @@ BuildkitVersionCheck BuildkitEngine::check_versions(const std::vector<BuildReque
 }
 
 std::vector<std::string> BuildkitEngine::build_argv(const BuildRequest& request) const {
-  std::vector<std::string> argv = command({"build", "--frontend", "dockerfile.v0"});
+  std::vector<std::string> argv = {"buildctl"};
   auto add = [&](std::initializer_list<std::string> words) { argv.insert(argv.end(), words); };
+  // A lane's daemon, else the engine's.
+  if (!request.host.empty()) {
+    add({"--addr", request.host});
+    for (const auto& [flag, file] :
+         {std::pair{"--tlscacert", &request.tls_ca}, std::pair{"--tlscert", &request.tls_cert},
+          std::pair{"--tlskey", &request.tls_key}}) {
+      if (!file->empty()) {
+        add({flag, file->string()});
+      }
+    }
+  } else if (!m_address.address.empty()) {
+    add({"--addr", m_address.address});
+  }
+  add({"build", "--frontend", "dockerfile.v0"});
   add({"--local", "context=" + request.context.string()});
   add({"--local", "dockerfile=" + request.dockerfile.parent_path().string()});
   add({"--opt", "filename=" + request.dockerfile.filename().string()});
   if (!request.target.empty()) {
     add({"--opt", "target=" + request.target});
+  }
+  if (!request.platform.empty()) {
+    add({"--opt", "platform=" + request.platform});
   }
   if (request.no_cache) {
     add({"--no-cache"});

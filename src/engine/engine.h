@@ -32,6 +32,11 @@ struct NamedContext {
 /// Everything one engine invocation needs; the engine decides how to spell it.
 struct BuildRequest {
   std::string stage; // the chain's name for it
+  // Its lane's: the platform to build for, and the BuildKit daemon to build on (with TLS
+  // files for a tcp:// one); empty: the engine's own.
+  std::string platform;
+  std::string host;
+  std::filesystem::path tls_ca, tls_cert, tls_key;
   std::filesystem::path dockerfile;
   std::filesystem::path context;
   std::string target;

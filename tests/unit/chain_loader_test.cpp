@@ -625,3 +625,75 @@ TEST(LoadChain, DiskAndResourceDefaults) {
 
 } // namespace
 } // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(LoadChain, LanesCopyEveryStageIntoEachLaneWithItsOwnImagesAndArgs) {
+  auto chain = load_chain(chain_file("lanes"));
+  ASSERT_TRUE(chain) << describe(chain.error());
+  std::vector<std::string> names;
+  for (const auto& stage : chain->stages) {
+    names.push_back(stage.name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"amd64/base", "amd64/app", "arm64/base", "arm64/app",
+                                             "arm64/extra"}));
+  const Stage* app = chain->find_stage("arm64/app");
+  ASSERT_NE(app, nullptr);
+  EXPECT_EQ(app->known_as(), "app");
+  EXPECT_EQ(app->lane, "arm64");
+  EXPECT_EQ(app->needs, std::vector<std::string>{"arm64/base"});
+  EXPECT_EQ(app->tag, "registry.example:5000/team/app-arm64:1.0");
+  EXPECT_EQ(chain->find_stage("amd64/base")->tag, "localhost/ln-base-amd64:latest");
+  EXPECT_EQ(chain->max_lanes, 1);
+  ASSERT_EQ(chain->lanes.size(), 2u);
+  EXPECT_EQ(chain->lanes[0].host, "unix:///run/buildkit/amd64.sock");
+  EXPECT_EQ(chain->lanes[1].platform, "linux/arm64");
+  // Pins, then the stage's, then the lane's: a lane's ARCH_FLAGS wins over the stage's.
+  EXPECT_EQ(stage_build_args(*chain, *chain->find_stage("arm64/base"), {}),
+            (KeyValues{{"OPT", "lane"}, {"ARCH_FLAGS", "-mcpu=neoverse-n1"}}));
+  EXPECT_EQ(stage_build_args(*chain, *chain->find_stage("amd64/base"), {}),
+            (KeyValues{{"OPT", "stage"}, {"ARCH_FLAGS", "-march=x86-64-v2"}}));
+  // The local cache slug stays `<chain>-<stage>-<lane>`.
+  EXPECT_EQ(chain->cache_slug(*app).filename(), "ln-app-arm64");
+}
+
+TEST(LoadChain, LaneSelectionsNameAStageInEveryLaneOrInOne) {
+  auto chain = load_chain(chain_file("lanes"));
+  ASSERT_TRUE(chain);
+  auto names = [&](const Selection& selection) {
+    std::vector<std::string> out;
+    auto stages = select_stages(*chain, selection);
+    EXPECT_TRUE(stages) << (stages ? "" : stages.error());
+    for (const Stage* stage : stages.value_or(std::vector<const Stage*>{})) {
+      out.push_back(stage->name);
+    }
+    return out;
+  };
+  EXPECT_EQ(names({{"app"}, "", {}}), (std::vector<std::string>{"amd64/app", "arm64/app"}));
+  EXPECT_EQ(names({{"arm64/app"}, "", {}}), std::vector<std::string>{"arm64/app"});
+  EXPECT_EQ(names({{}, "app", {}}),
+            (std::vector<std::string>{"amd64/app", "arm64/app", "arm64/extra"}));
+  EXPECT_EQ(names({{}, "", {"arm64"}}),
+            (std::vector<std::string>{"arm64/base", "arm64/app", "arm64/extra"}));
+  auto unknown = select_stages(*chain, {{}, "", {"amd46"}});
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error(), "unknown lane 'amd46' in --lane (did you mean 'amd64'?)");
+}
+
+TEST(LoadChain, LaneErrorsNameTheLineAndTheFix) {
+  Diagnostics errors = load_errors("lanes_errors");
+  std::string file = chain_file("lanes_errors");
+  EXPECT_EQ(errors.size(), 6u) << describe(errors);
+  expect_diagnostic(errors, file, 6, 8, "lane host 'amd64.sock' has no scheme", "unix:///");
+  expect_diagnostic(errors, file, 9, 8, "duplicate lane name 'amd64'");
+  expect_diagnostic(errors, file, 10, 12, "platform 'arm64' is not a platform", "linux/arm64");
+  expect_diagnostic(errors, file, 15, 10, "unknown lane 'amd46' in lanes", "amd64");
+  expect_diagnostic(errors, file, 20, 10,
+                    "stage 'app' runs in lane 'amd64', but 'base', which it needs, does not");
+  expect_diagnostic(errors, file, 17, 1, "stage 'app' sets 'lane' while the chain has [[lane]]",
+                    "use 'lanes'");
+}
+
+} // namespace
+} // namespace kiln

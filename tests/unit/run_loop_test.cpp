@@ -417,5 +417,39 @@ TEST_F(RunLoop, ACtrlCDuringThePublishEndsTheRunInterrupted) {
             "interrupted while publishing: the image did not leave the host whole");
 }
 
+TEST_F(RunLoop, ALaneThatFailsLeavesTheOtherLaneToFinish) {
+  m_dir.write("base.Dockerfile", "FROM scratch\nRUN step\n");
+  m_dir.write("app.Dockerfile", "FROM base\nRUN step\n");
+  m_dir.write("final.Dockerfile", "FROM app\nRUN step\n");
+  m_dir.write("chain.toml", "[chain]\nname = \"ln\"\n[defaults]\nattempts = 1\n"
+                            "[disk]\nfloor_gb = 0\nguard_gb = 0\n"
+                            "[resources]\nsample_interval_s = 0\n"
+                            "[[lane]]\nname = \"amd64\"\nplatform = \"linux/amd64\"\n"
+                            "[[lane]]\nname = \"arm64\"\nplatform = \"linux/arm64\"\n"
+                            "[[stage]]\nname = \"base\"\ndockerfile = \"base.Dockerfile\"\n"
+                            "[[stage]]\nname = \"app\"\ndockerfile = \"app.Dockerfile\"\n"
+                            "needs = [\"base\"]\n"
+                            "[[stage]]\nname = \"final\"\ndockerfile = \"final.Dockerfile\"\n"
+                            "needs = [\"app\"]\n");
+  m_engine.script("arm64/app", {FakeBuild::failing("app.c:1:1: error: unknown target")});
+  EXPECT_EQ(run(), k_exit_failed) << m_output;
+  EXPECT_EQ(outcomes(), (std::map<std::string, std::string>{{"amd64/base", "built"},
+                                                            {"amd64/app", "built"},
+                                                            {"amd64/final", "built"},
+                                                            {"arm64/base", "built"},
+                                                            {"arm64/app", "failed"},
+                                                            {"arm64/final", "skipped:arm64/app"}}));
+  json doc = manifest();
+  EXPECT_EQ(doc["status"], "failed:arm64/app");
+  EXPECT_EQ(doc["stages"][0]["lane"], "amd64");
+  EXPECT_EQ(doc["stages"][5]["gates_not_run"], json::array({"image-env"}));
+  // Each lane's stages have logs of their own.
+  EXPECT_TRUE(
+      std::filesystem::exists(m_dir.path() / "records/latest/stages/arm64/app.attempt-1.log"));
+  EXPECT_NE(m_output.find("[arm64/final] skipped: it needs arm64/app, which did not succeed"),
+            std::string::npos)
+      << m_output;
+}
+
 } // namespace
 } // namespace kiln

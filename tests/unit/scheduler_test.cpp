@@ -149,5 +149,21 @@ TEST(Scheduler, StopSkipsEverythingWaitingWithTheReason) {
   EXPECT_TRUE(s.done());
 }
 
+TEST(Scheduler, MaxLanesKeepsOtherLanesWaitingWhileItsLanesBuild) {
+  // Two lanes of base -> app.
+  std::vector<PlanStage> stages{{"amd64/base", {}, 1, 0},
+                                {"amd64/app", {0}, 1, 0},
+                                {"arm64/base", {}, 1, 1},
+                                {"arm64/app", {2}, 1, 1}};
+  Scheduler one(stages, {8, 8, false, 1});
+  EXPECT_EQ(started(one.start_ready()), (std::vector<size_t>{0}));
+  one.finish(0, true);
+  EXPECT_EQ(started(one.start_ready()), (std::vector<size_t>{1})) << "amd64 goes on first";
+  one.finish(1, true);
+  EXPECT_EQ(started(one.start_ready()), (std::vector<size_t>{2}));
+  Scheduler both(stages, {8, 8, false, 0});
+  EXPECT_EQ(started(both.start_ready()), (std::vector<size_t>{0, 2}));
+}
+
 } // namespace
 } // namespace kiln
