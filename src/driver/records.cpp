@@ -140,8 +140,9 @@ void mark_critical_path(RunRecord& run) {
   for (const auto& stage : run.stages) {
     std::pair<double, std::string> best{0, ""};
     for (const auto& need : stage.needs) {
+      // The first need found starts the chain even when it took no time (it was skipped).
       if (auto found = longest.find(need);
-          found != longest.end() && found->second.first > best.first) {
+          found != longest.end() && (best.second.empty() || found->second.first > best.first)) {
         best = {found->second.first, need};
       }
     }

@@ -648,6 +648,9 @@ std::string Run::post_build_gates(const Stage& stage, StageRecord& record,
       Unlocked waiting(m_mutex);
       gate = m_gates->grade_built(stage);
     }
+    if (interrupt_signal() != 0 || m_cancel.cancelled()) {
+      return {}; // an inspect stopped by Ctrl-C left no verdict: build_stage says interrupted
+    }
     gate_log(stage, gate);
     bool pass = gate.verdict == "pass";
     record.gates.push_back(std::move(gate));
@@ -670,6 +673,7 @@ Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
   const bool publishing = purpose == Purpose::publish;
   const char* what = publishing ? "publish attempt" : "attempt";
   Steady::time_point start = m_clock.steady();
+  const double before = record.seconds; // a publish adds to its build's time
   std::optional<Tail> previous_tail;
   std::optional<std::string> previous_stall; // the step where the previous attempt stalled
   for (int n = 1; n <= stage.attempts; ++n) {
@@ -702,7 +706,7 @@ Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
       m_console.stage_progress(stage.name, progress);
       set_stage_phase(stage.name, phase_name(stage, progress));
     });
-    record.seconds = seconds_since(start) + (publishing ? record.seconds : 0);
+    record.seconds = before + seconds_since(start);
 
     if (outcome.exit.interrupted || interrupt_signal() != 0) {
       a.verdict = "interrupted";
@@ -837,8 +841,15 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
     m_console.stage_finished(stage.name, "failed: " + floor.note);
     return StageEnd::failed;
   }
-  if (std::string refused = post_build_gates(stage, record, m_folder.path() / build.log);
-      !refused.empty()) {
+  std::string refused = post_build_gates(stage, record, m_folder.path() / build.log);
+  if (interrupt_signal() != 0 || m_cancel.cancelled()) {
+    record.failure = fmt::format("interrupted by {} after it built, before its gates ended",
+                                 interrupt_signal_name());
+    m_folder.log(fmt::format("stage {}: {}", stage.name, record.failure));
+    m_console.stage_finished(stage.name, "interrupted");
+    return StageEnd::interrupted;
+  }
+  if (!refused.empty()) {
     record.failure = refused;
     m_folder.log(fmt::format("stage {}: attempt {}/{} built, but the {}", stage.name, build.number,
                              stage.attempts, refused));
@@ -897,13 +908,12 @@ void Run::set_stage_phase(const std::string& stage, const std::string& phase) {
   } else {
     m_phases[stage] = phase;
   }
-  if (!m_phases.empty()) {
-    std::vector<std::string> phases;
-    for (const auto& [name, each] : m_phases) {
-      phases.push_back(each);
-    }
-    m_sampler->set_phase(join(phases, "+"));
+  std::vector<std::string> phases;
+  for (const auto& [name, each] : m_phases) {
+    phases.push_back(each);
   }
+  // Time with nothing building is no stage's.
+  m_sampler->set_phase(phases.empty() ? "idle" : join(phases, "+"));
 }
 
 Run::StageEnd Run::run_stage(size_t index, BuildRequest request, const Budget& share) {
@@ -961,7 +971,7 @@ void Run::stage_ended(size_t index, StageEnd end) {
     record.status = "ok";
     const AttemptRecord* build = nullptr;
     for (const auto& attempt : record.attempts) {
-      if (attempt.verdict == "ok" && attempt.log.find(".publish.") == std::string::npos) {
+      if (attempt.verdict == "ok" && attempt.purpose == "build") {
         build = &attempt;
       }
     }
@@ -1051,7 +1061,7 @@ void Run::schedule(const std::vector<const Stage*>& stages,
   };
   std::deque<Ended> ended;
   std::condition_variable wake;
-  std::vector<std::thread> threads;
+  std::map<size_t, std::thread> threads; // by stage, joined as each ends
   std::exception_ptr error;
   bool stopped = false;
   // Whatever escapes the loop (a thread that cannot be created, an allocation) stops every
@@ -1072,7 +1082,7 @@ void Run::schedule(const std::vector<const Stage*>& stages,
       for (const StageStart& start : m_scheduler->start_ready()) {
         const Stage& stage = *stages[start.stage];
         Budget share = budget_share(budget, start.slots, stage.mem_per_job_gb);
-        threads.emplace_back([this, &ended, &wake, &requests, start, share] {
+        threads[start.stage] = std::thread([this, &ended, &wake, &requests, start, share] {
           std::unique_lock held(m_mutex);
           Ended end{start.stage, StageEnd::failed, nullptr};
           try {
@@ -1089,10 +1099,18 @@ void Run::schedule(const std::vector<const Stage*>& stages,
       while (!ended.empty()) {
         Ended end = ended.front();
         ended.pop_front();
+        // It let go of the record to be seen here: it has nothing left to do but return.
+        threads[end.index].join();
+        threads.erase(end.index);
         if (end.error) {
           error = error ? error : end.error;
           m_cancel.cancel(); // the run cannot end well: stop every build now
+          StageRecord& record = *m_record.find_stage(stages[end.index]->name);
+          record.status = "crashed";
+          record.outcome = "crashed";
+          record.ended = utc_iso8601(m_clock.wall());
           m_scheduler->finish(end.index, false);
+          record_skipped();
           continue;
         }
         stage_ended(end.index, end.end);
@@ -1101,10 +1119,12 @@ void Run::schedule(const std::vector<const Stage*>& stages,
   } catch (...) {
     error = error ? error : std::current_exception();
     m_cancel.cancel();
+    m_scheduler->stop("an internal error");
+    record_skipped();
   }
   {
     Unlocked joining(m_mutex);
-    for (auto& thread : threads) {
+    for (auto& [stage, thread] : threads) {
       thread.join();
     }
   }

@@ -51,16 +51,21 @@ Scheduler::Scheduler(std::vector<PlanStage> stages, SchedulerLimits limits)
     }
     if (m_unmet[i] == 0) {
       m_ready.insert(i);
-      m_weight_ready_or_running += m_stages[i].weight;
     }
   }
 }
 
 std::vector<StageStart> Scheduler::start_ready() {
   std::vector<StageStart> starts;
-  // Shares are taken against every stage that wants the budget now, not only those that fit:
-  // a stage that must wait still keeps the others from taking its part.
-  const long wanting = m_weight_ready_or_running;
+  // Shares are taken against every stage that can build now: those running and the ready ones
+  // max_parallel lets start. One that must wait for a slot still keeps the others from taking
+  // its part; one that max_parallel holds back does not.
+  long wanting = m_weight_running;
+  size_t room = static_cast<size_t>(m_limits.max_parallel) -
+                std::min(m_running.size(), static_cast<size_t>(m_limits.max_parallel));
+  for (auto it = m_ready.begin(); it != m_ready.end() && room > 0; ++it, --room) {
+    wanting += m_stages[*it].weight;
+  }
   for (auto it = m_ready.begin(); it != m_ready.end();) {
     if (m_running.size() >= static_cast<size_t>(m_limits.max_parallel) || m_free_slots < 1) {
       break;
@@ -81,6 +86,7 @@ std::vector<StageStart> Scheduler::start_ready() {
     m_slots[stage] = slots;
     m_state[stage] = StageState::running;
     m_running.insert(stage);
+    m_weight_running += m_stages[stage].weight;
     starts.push_back({stage, slots});
     it = m_ready.erase(it);
   }
@@ -96,13 +102,12 @@ void Scheduler::finish(size_t stage, bool succeeded) {
     --m_busy_lanes;
   }
   m_slots[stage] = 0;
-  m_weight_ready_or_running -= m_stages[stage].weight;
+  m_weight_running -= m_stages[stage].weight;
   if (succeeded) {
     m_state[stage] = StageState::succeeded;
     for (size_t dependant : m_dependants[stage]) {
       if (--m_unmet[dependant] == 0 && m_state[dependant] == StageState::waiting) {
         m_ready.insert(dependant);
-        m_weight_ready_or_running += m_stages[dependant].weight;
       }
     }
     return;
@@ -137,9 +142,7 @@ void Scheduler::skip(size_t stage, const std::string& because) {
   m_state[stage] = StageState::skipped;
   m_because[stage] = because;
   m_skipped.push_back(stage);
-  if (m_ready.erase(stage) > 0) {
-    m_weight_ready_or_running -= m_stages[stage].weight;
-  }
+  m_ready.erase(stage);
 }
 
 std::vector<size_t> Scheduler::take_skipped() {

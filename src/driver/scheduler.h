@@ -41,11 +41,11 @@ struct SchedulerLimits {
 /// failure skips what depends on it, and nothing else (everything still waiting, with
 /// `fail_fast`). No threads and no clock: the caller says what ended, this says what starts.
 ///
-/// Shares: the stages that start take the free slots in proportion to their weight among every
-/// stage ready or running, so a lone stage gets the whole budget and a fan-out of six splits it
-/// six ways. A share is never more than what is free, so the shares of the stages running at
-/// once never add up to more than the budget; a stage that finds no slot free waits for one,
-/// as make's jobserver does.
+/// Shares: the stages that start take the free slots in proportion to their weight among the
+/// stages running and those ready that max_parallel lets start, so a lone stage (or each stage
+/// of a run one at a time) gets the whole budget and a fan-out of six splits it six ways. A share
+/// is never more than what is free, so the shares of the stages running at once never add up to
+/// more than the budget; a stage that finds no slot free waits for one, as make's jobserver does.
 class Scheduler {
 public:
   Scheduler(std::vector<PlanStage> stages, SchedulerLimits limits);
@@ -87,7 +87,7 @@ private:
   int m_busy_lanes = 0;
   std::vector<size_t> m_skipped;
   int m_free_slots = 1;
-  long m_weight_ready_or_running = 0;
+  long m_weight_running = 0;
 };
 
 } // namespace kiln

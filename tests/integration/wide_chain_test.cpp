@@ -54,9 +54,9 @@ json stage_named(const json& manifest, const std::string& name) {
 
 TEST(WideChain, IndependentBranchesBuildAtOnceAndAFailedOneSkipsOnlyTheMerge) {
   ChainDir dir;
-  // Each branch's RUN takes 8 s; b4 fails at once with a compile error.
+  // Each branch's RUN takes 10 s; b4 fails at once with a compile error.
   write_wide_chain(dir, "RUN if [ \"$BRANCH\" = b4 ]; then echo 'b4.c:1:1: error: expected ;' >&2; "
-                        "exit 1; fi; sleep 8 && mkdir -p /out/$BRANCH && echo " +
+                        "exit 1; fi; sleep 10 && mkdir -p /out/$BRANCH && echo " +
                             dir.nonce() + " > /out/$BRANCH/built\n");
   KilnResult run = dir.kiln({"run", "chain.toml", "--parallel", "6", "--jobs", "6"});
   EXPECT_EQ(run.exit_code, 1) << run.output;

@@ -367,11 +367,14 @@ TEST_F(RunLoop, TheJobBudgetIsSharedByTheStagesThatStartTogether) {
 /// The final stage of a chain with a registry: built to its local place, graded, then pushed.
 TEST_F(RunLoop, APublishThatMeetsA502IsRetriedAsARegistryFlakeAndIsNoBuildRetry) {
   write_published_chain();
-  m_engine.script("base",
-                  {FakeBuild::ok(),
-                   FakeBuild::failing("error: failed to push reg.example:5000/team/base:latest: "
-                                      "unexpected status: 502 Bad Gateway"),
-                   FakeBuild::ok()});
+  FakeBuild build = FakeBuild::ok();
+  build.takes = std::chrono::seconds(10);
+  FakeBuild flake = FakeBuild::failing("error: failed to push reg.example:5000/team/base:latest: "
+                                       "unexpected status: 502 Bad Gateway");
+  flake.takes = std::chrono::seconds(2);
+  FakeBuild push = FakeBuild::ok(1, true); // the build again, every step from the cache
+  push.takes = std::chrono::seconds(2);
+  m_engine.script("base", {build, flake, push});
   EXPECT_EQ(run(), k_exit_ok) << m_output;
   json stage = manifest()["stages"][0];
   ASSERT_EQ(stage["attempts"].size(), 3u) << stage.dump(2);
@@ -384,8 +387,9 @@ TEST_F(RunLoop, APublishThatMeetsA502IsRetriedAsARegistryFlakeAndIsNoBuildRetry)
   EXPECT_EQ(stage["attempts"][1]["log"], "stages/base.publish-1.log");
   EXPECT_EQ(stage["attempts"][2]["purpose"], "publish");
   EXPECT_EQ(stage["attempts"][2]["verdict"], "ok");
-  EXPECT_EQ(stage["outcome"], "built");
+  EXPECT_EQ(stage["outcome"], "built") << "the build built; its push only replayed it";
   EXPECT_EQ(m_clock.sleeps(), (std::vector<std::chrono::milliseconds>{std::chrono::seconds(1)}));
+  EXPECT_DOUBLE_EQ(stage["seconds"].get<double>(), 15) << "10 s build, 2 + 1 + 2 s publish";
   // The summary counts the stage's builds: one, however many pushes it took.
   EXPECT_NE(m_output.find("  base *  built           1  "), std::string::npos) << m_output;
 }
@@ -449,6 +453,25 @@ TEST_F(RunLoop, ALaneThatFailsLeavesTheOtherLaneToFinish) {
   EXPECT_NE(m_output.find("[arm64/final] skipped: it needs arm64/app, which did not succeed"),
             std::string::npos)
       << m_output;
+}
+
+TEST_F(RunLoop, AnExceptionInOneStageLeavesNoStageOfTheRecordPendingOrRunning) {
+  write_wide_chain();
+  FakeBuild build = FakeBuild::ok();
+  build.during = [] { throw std::runtime_error("a bug"); };
+  m_engine.script("a", {build});
+  FakeBuild slow = FakeBuild::ok();
+  slow.holds = std::chrono::minutes(1); // stopped by the crash, not waited for
+  m_engine.script("b", {slow});
+  EXPECT_EQ(run(), k_exit_crash) << m_output;
+  json doc = manifest();
+  EXPECT_EQ(doc["status"], "crashed");
+  for (const auto& stage : doc["stages"]) {
+    EXPECT_NE(stage["status"], "pending") << stage["name"];
+    EXPECT_NE(stage["status"], "running") << stage["name"];
+  }
+  EXPECT_EQ(outcomes()["a"], "crashed");
+  EXPECT_EQ(outcomes()["a2"], "skipped:a");
 }
 
 } // namespace

@@ -165,5 +165,20 @@ TEST(Scheduler, MaxLanesKeepsOtherLanesWaitingWhileItsLanesBuild) {
   EXPECT_EQ(started(both.start_ready()), (std::vector<size_t>{0, 2}));
 }
 
+TEST(Scheduler, StagesThatMaxParallelHoldsBackTakeNoShare) {
+  Scheduler serial(fan_out(3), {1, 6, false});
+  serial.start_ready();
+  serial.finish(0, true);
+  auto first = serial.start_ready();
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].slots, 6) << "one at a time, each stage has the whole budget";
+  Scheduler pairs(fan_out(6), {2, 6, false});
+  pairs.start_ready();
+  pairs.finish(0, true);
+  auto two = pairs.start_ready();
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].slots + two[1].slots, 6) << "no slot idles for stages that cannot start";
+}
+
 } // namespace
 } // namespace kiln
