@@ -494,11 +494,15 @@ std::map<std::string, std::vector<std::string>> read_plan() {
   return plan;
 }
 
-/// The plan's next case for a Dockerfile name: its own line, else the `*` line, else `auto`.
-/// Each plan key counts the builds it served; once its cases run out, the last one repeats.
-std::string next_planned_case(const std::string& dockerfile_name) {
+/// The plan's next case for a Dockerfile name built on daemon `addr`: the line
+/// `<name>@<addr>`, else `<name>`, else the `*` line, else `auto`. Each plan key counts the
+/// builds it served; once its cases run out, the last one repeats.
+std::string next_planned_case(const std::string& dockerfile_name, const std::string& addr) {
   std::map<std::string, std::vector<std::string>> plan = read_plan();
-  std::string key = plan.count(dockerfile_name) != 0 ? dockerfile_name : "*";
+  std::string key = dockerfile_name + "@" + addr;
+  if (plan.count(key) == 0) {
+    key = plan.count(dockerfile_name) != 0 ? dockerfile_name : "*";
+  }
   auto line = plan.find(key);
   if (line == plan.end()) {
     return "auto";
@@ -826,8 +830,8 @@ bool has_local_cache(const BuildRequest& req) {
   return false;
 }
 
-std::string choose_case(const BuildRequest& req) {
-  std::string picked = plan_path().empty() ? "auto" : next_planned_case(dockerfile_name(req));
+std::string choose_case(const BuildRequest& req, const std::string& addr) {
+  std::string picked = plan_path().empty() ? "auto" : next_planned_case(dockerfile_name(req), addr);
   if (picked == "auto") {
     return has_local_cache(req) ? "build-cached" : "build-fresh";
   }
@@ -1014,7 +1018,7 @@ int run_build(Invocation& inv, size_t from) {
   require_daemon(inv);
   check_recorded(req);
   check_inputs(req);
-  inv.case_name = choose_case(req);
+  inv.case_name = choose_case(req, inv.addr);
   Recording rec = load_build_recording(inv.case_name);
   replay(build_output(req, inv.case_name, rec));
   if (rec.rc == 0) {

@@ -575,5 +575,50 @@ TEST(BuildkitCacheSnapshot, AStageWithoutASnapshotExportIsRefused) {
       << refused.output;
 }
 
+/// Two lanes of the demo chain on two daemons: each lane's builds go to its own address with
+/// its platform, and arm64 failing at its second stage leaves amd64 to finish.
+TEST(BuildkitRun, TwoLanesBuildOnTheirOwnDaemonsAndAFailedLaneLeavesTheOtherToFinish) {
+  ChainDir dir;
+  dir.copy_demo_without_smoke_gate();
+  const std::string amd64 = "unix://" + (dir.path() / "amd64.sock").string();
+  const std::string arm64 = "tcp://127.0.0.1:1235";
+  std::string chain = dir.read("chain.toml");
+  chain.insert(chain.find("[[stage]]"),
+               "[[lane]]\nname = \"amd64\"\nplatform = \"linux/amd64\"\nhost = \"" + amd64 +
+                   "\"\n\n[[lane]]\nname = \"arm64\"\nplatform = \"linux/arm64\"\nhost = \"" +
+                   arm64 + "\"\n\n");
+  dir.write("chain.toml", chain);
+  FakeBuildkit fake(dir);
+  fake.plan("toolchain.Dockerfile@" + arm64 + " build-fail-run\n");
+  KilnResult run = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, nullptr, fake.env());
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+
+  json manifest = dir.latest_manifest();
+  EXPECT_EQ(manifest["status"], "failed:arm64/toolchain");
+  std::map<std::string, std::string> outcomes;
+  for (const auto& stage : manifest["stages"]) {
+    outcomes[stage["name"].get<std::string>()] = stage["outcome"].get<std::string>();
+  }
+  for (const char* stage : {"base", "toolchain", "libs", "final", "smoke"}) {
+    EXPECT_EQ(outcomes[std::string("amd64/") + stage], "built") << stage << "\n" << run.output;
+  }
+  EXPECT_EQ(outcomes["arm64/base"], "built");
+  EXPECT_EQ(outcomes["arm64/toolchain"], "failed");
+  EXPECT_EQ(outcomes["arm64/libs"], "skipped:arm64/toolchain");
+  EXPECT_EQ(outcomes["arm64/smoke"], "skipped:arm64/toolchain");
+
+  // Every build went to its lane's daemon with its lane's platform, and found the images of
+  // its own lane.
+  std::vector<json> builds = fake.builds();
+  EXPECT_EQ(builds.size(), 7u);
+  for (const auto& build : builds) {
+    bool on_arm64 = mentions(build, "/oci/arm64/");
+    EXPECT_NE(on_arm64, mentions(build, "/oci/amd64/")) << build.dump();
+    EXPECT_EQ(build["addr"], on_arm64 ? arm64 : amd64) << build.dump();
+    EXPECT_TRUE(has_word(build, on_arm64 ? "platform=linux/arm64" : "platform=linux/amd64"))
+        << build.dump();
+  }
+}
+
 } // namespace
 } // namespace kiln::testing
