@@ -52,7 +52,8 @@ TEST(RunResources, DemoSamplesEveryPhaseAndOffersTheBudget) {
       {"run", "chain.toml", "--jobs", "1", "--build-arg", "LIB_FLAGS=-DTEST" + dir.nonce()});
   ASSERT_EQ(run.exit_code, 0) << run.output;
 
-  // The CSV's phases are the run's: init, every stage in run order, done.
+  // The CSV's phases are the run's: init, every stage in run order with the time between
+  // stages (nothing building) as idle, done.
   std::vector<std::string> phases;
   auto rows = lines_of(dir.read("records/latest/resources.csv"));
   ASSERT_GT(rows.size(), 7u);
@@ -64,12 +65,12 @@ TEST(RunResources, DemoSamplesEveryPhaseAndOffersTheBudget) {
       phases.push_back(phase);
     }
   }
-  EXPECT_EQ(phases, (std::vector<std::string>{"init", "base", "toolchain", "libs", "final", "smoke",
-                                              "done"}));
+  EXPECT_EQ(phases, (std::vector<std::string>{"init", "base", "idle", "toolchain", "idle", "libs",
+                                              "idle", "final", "idle", "smoke", "idle", "done"}));
   json manifest = dir.latest_manifest();
-  ASSERT_EQ(manifest["resources"].size(), 7u);
-  EXPECT_EQ(manifest["resources"][3]["phase"], "libs");
-  EXPECT_GT(manifest["resources"][3]["min_free_disk_gb"].get<double>(), 0);
+  ASSERT_EQ(manifest["resources"].size(), 8u) << "one summary per phase, idle once";
+  EXPECT_EQ(manifest["resources"][4]["phase"], "libs");
+  EXPECT_GT(manifest["resources"][4]["min_free_disk_gb"].get<double>(), 0);
   EXPECT_NE(run.output.find("resources per phase"), std::string::npos) << run.output;
 
   // --jobs reached the libs build through the kiln-budget secret, not a build arg.
