@@ -228,6 +228,10 @@ private:
   std::optional<CacheSpec> read_cache_spec(const toml::node& node, std::string_view key);
   void read_transient(const toml::table& table);
   void read_stage(const toml::table& table);
+  /// A [[stage]] array of names, each with where it is; the array, or nullptr when absent.
+  const toml::array* read_names(const toml::table& table, std::string_view key,
+                                std::string_view what, std::string_view hint,
+                                std::vector<std::string>& names, std::vector<SourcePos>& where);
   void read_build_args(const toml::table& table, KeyValues& args, std::vector<SourcePos>* where);
   void read_lane(const toml::table& table);
   /// Each stage's `lanes` names lanes, and a stage runs in every lane of the stages it needs.
@@ -816,6 +820,28 @@ void Loader::read_transient(const toml::table& table) {
   m_chain.transient.push_back(std::move(transient));
 }
 
+const toml::array* Loader::read_names(const toml::table& table, std::string_view key,
+                                      std::string_view what, std::string_view hint,
+                                      std::vector<std::string>& names,
+                                      std::vector<SourcePos>& where) {
+  const auto* array = get<toml::array>(table, "in [[stage]]", key);
+  if (array == nullptr) {
+    return nullptr;
+  }
+  for (const auto& element : *array) {
+    if (const auto* name = element.as_string()) {
+      names.push_back(name->get());
+      where.push_back(pos(element));
+    } else {
+      error(pos(element),
+            fmt::format("each of '{}' in [[stage]] must be {}, not {}", key, what,
+                        type_name(element)),
+            std::string(hint));
+    }
+  }
+  return array;
+}
+
 void Loader::read_stage(const toml::table& table) {
   const std::string_view where = "in [[stage]]";
   check_keys(table, where, k_stage_keys);
@@ -858,19 +884,10 @@ void Loader::read_stage(const toml::table& table) {
   if (const auto* tag = get<std::string>(table, where, "tag")) {
     stage.tag = tag->get();
   }
-  if (const auto* needs = get<toml::array>(table, where, "needs")) {
+  if (const auto* needs =
+          read_names(table, "needs", "a stage name", "write the stage name in quotes", stage.needs,
+                     stage.needs_pos)) {
     source.needs_line = static_cast<int>(needs->source().begin.line);
-    for (const auto& element : *needs) {
-      if (const auto* need = element.as_string()) {
-        stage.needs.push_back(need->get());
-        stage.needs_pos.push_back(pos(element));
-      } else {
-        error(pos(element),
-              fmt::format("each of 'needs' in [[stage]] must be a stage name, not {}",
-                          type_name(element)),
-              "write the stage name in quotes");
-      }
-    }
   }
   if (const auto* build_args = get<toml::table>(table, where, "build_args")) {
     read_build_args(*build_args, stage.build_args, &stage.build_args_pos);
@@ -897,19 +914,9 @@ void Loader::read_stage(const toml::table& table) {
                 "leave it out for no floor; 1 already catches a step that compiled nothing "
                 "through the cache")
           .value_or(0);
-  if (const auto* lanes = get<toml::array>(table, where, "lanes")) {
-    for (const auto& element : *lanes) {
-      if (const auto* lane = element.as_string()) {
-        stage.lanes.push_back(lane->get());
-        stage.lanes_pos.push_back(pos(element));
-      } else {
-        error(pos(element),
-              fmt::format("each of 'lanes' in [[stage]] must be a lane name, not {}",
-                          type_name(element)),
-              "write lanes = [\"amd64\", ...] with names of [[lane]] tables");
-      }
-    }
-  }
+  read_names(table, "lanes", "a lane name",
+             "write lanes = [\"amd64\", ...] with names of [[lane]] tables", stage.lanes,
+             stage.lanes_pos);
   stage.weight = get_count(table, where, "weight",
                            "a stage's share of the job budget is its weight over the weights of "
                            "the stages building with it; 1 is an equal share")
