@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "util/strings.h"
 #include "util/time.h"
 
 namespace kiln {
@@ -56,14 +57,6 @@ std::string smoke_counts(const StageRecord& stage) {
     return "-";
   }
   return fmt::format("{}/{}/{}", stage.smoke->passed, stage.smoke->failed, stage.smoke->skipped);
-}
-
-std::string join_names(const std::vector<std::string>& names) {
-  std::string joined;
-  for (const auto& name : names) {
-    joined += (joined.empty() ? "" : " -> ") + name;
-  }
-  return joined;
 }
 
 /// An instruction as one console line: its first line, clipped; the log has all of it.
@@ -304,7 +297,7 @@ void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir
   if (!run.critical_path.empty()) {
     write_out(fmt::format(
         "\nkiln: wall time {}; critical path (*) {}: {} of builds, so {:.2f}x of it\n",
-        human_duration(run.wall_seconds), join_names(run.critical_path),
+        human_duration(run.wall_seconds), join(run.critical_path, " -> "),
         human_duration(run.critical_path_seconds),
         run.critical_path_seconds > 0 ? run.wall_seconds / run.critical_path_seconds : 0.0));
   }
