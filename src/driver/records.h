@@ -59,6 +59,11 @@ struct AttemptRecord {
   std::optional<CompileReport> compile; // absent when no step reported
 };
 
+/// The attempt ran steps and the layer cache served every one.
+inline bool every_step_cached(const AttemptRecord& a) {
+  return a.steps_run > 0 && a.steps_cached == a.steps_run;
+}
+
 /// One re-drive of a failed stage's Dockerfile up to a named target, to land its cache export.
 struct SalvageRecord {
   std::string target;

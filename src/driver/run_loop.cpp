@@ -184,7 +184,7 @@ public:
   int execute(const std::vector<const Stage*>& stages, const std::vector<BuildRequest>& requests);
 
 private:
-  enum class StageEnd { ok, failed, refused, interrupted };
+  enum class StageEnd { ok, failed, refused, interrupted, crashed };
   int execute_stages(const std::vector<const Stage*>& stages,
                      const std::vector<BuildRequest>& requests);
   /// Start what the scheduler says may start, wait for a stage to end, repeat. Each stage
@@ -878,9 +878,7 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
                            build.steps_cached, build.steps_run, vertices, record.image_id));
   m_console.stage_finished(stage.name,
                            fmt::format("ok in {}{}{}", human_duration(build.seconds),
-                                       build.steps_run > 0 && build.steps_cached == build.steps_run
-                                           ? " (all steps cached)"
-                                           : "",
+                                       every_step_cached(build) ? " (all steps cached)" : "",
                                        deferred ? ", published" : ""));
   return StageEnd::ok;
 }
@@ -975,9 +973,7 @@ void Run::stage_ended(size_t index, StageEnd end) {
         build = &attempt;
       }
     }
-    bool cached =
-        build != nullptr && build->steps_run > 0 && build->steps_cached == build->steps_run;
-    record.outcome = cached ? "reused" : "built";
+    record.outcome = build != nullptr && every_step_cached(*build) ? "reused" : "built";
     break;
   }
   case StageEnd::failed:
@@ -993,6 +989,10 @@ void Run::stage_ended(size_t index, StageEnd end) {
     record.status = "interrupted";
     record.outcome = "interrupted";
     m_interrupted = true;
+    break;
+  case StageEnd::crashed: // the error it threw ends the run once every stage has stopped
+    record.status = "crashed";
+    record.outcome = "crashed";
     break;
   }
   m_scheduler->finish(index, end == StageEnd::ok);
@@ -1105,13 +1105,7 @@ void Run::schedule(const std::vector<const Stage*>& stages,
         if (end.error) {
           error = error ? error : end.error;
           m_cancel.cancel(); // the run cannot end well: stop every build now
-          StageRecord& record = *m_record.find_stage(stages[end.index]->name);
-          record.status = "crashed";
-          record.outcome = "crashed";
-          record.ended = utc_iso8601(m_clock.wall());
-          m_scheduler->finish(end.index, false);
-          record_skipped();
-          continue;
+          end.end = StageEnd::crashed;
         }
         stage_ended(end.index, end.end);
       }
