@@ -1017,15 +1017,20 @@ void Run::record_skipped() {
                             ? std::string()
                             : "; gates not run: " + join(record.gates_not_run, ", ");
     std::string why;
-    if (m_chain.find_stage(because) == nullptr) {
-      why = "the run stopped before it (" + because + ")";
-    } else if (m_options.fail_fast) {
-      why = fmt::format("--fail-fast, and stage {} failed", because);
-    } else {
+    switch (m_scheduler->skip_cause(index)) {
+    case SkipCause::need_failed:
       why = fmt::format("it needs {}, which did not succeed", because);
+      break;
+    case SkipCause::fail_fast:
+      why = fmt::format("--fail-fast, and stage {} failed", because);
+      break;
+    case SkipCause::stopped:
+      why = "the run stopped before it (" + because + ")";
+      break;
     }
     m_folder.log(fmt::format("stage {}: skipped: {}{}", stage.name, why, gates));
-    if (m_chain.find_stage(because) != nullptr) {
+    // A stopped run says why once, not once per stage.
+    if (m_scheduler->skip_cause(index) != SkipCause::stopped) {
       m_console.note(fmt::format("[{}] skipped: {}{}", stage.name, why, gates));
     }
   }

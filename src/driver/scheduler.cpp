@@ -37,6 +37,7 @@ Scheduler::Scheduler(std::vector<PlanStage> stages, SchedulerLimits limits)
   m_unmet.resize(count);
   m_state.assign(count, StageState::waiting);
   m_because.resize(count);
+  m_cause.resize(count);
   m_slots.assign(count, 0);
   size_t lanes = 0;
   for (const auto& stage : m_stages) {
@@ -114,7 +115,7 @@ void Scheduler::finish(size_t stage, bool succeeded) {
   }
   m_state[stage] = StageState::failed;
   if (m_limits.fail_fast) {
-    stop(m_stages[stage].name);
+    skip_waiting(m_stages[stage].name, SkipCause::fail_fast);
     return;
   }
   // Every stage downstream of the failure, named after the failed stage itself: the reader
@@ -124,23 +125,28 @@ void Scheduler::finish(size_t stage, bool succeeded) {
     size_t next = todo.back();
     todo.pop_back();
     if (m_state[next] == StageState::waiting) {
-      skip(next, m_stages[stage].name);
+      skip(next, m_stages[stage].name, SkipCause::need_failed);
       todo.insert(todo.end(), m_dependants[next].begin(), m_dependants[next].end());
     }
   }
 }
 
 void Scheduler::stop(const std::string& because) {
+  skip_waiting(because, SkipCause::stopped);
+}
+
+void Scheduler::skip_waiting(const std::string& because, SkipCause cause) {
   for (size_t i = 0; i < m_stages.size(); ++i) {
     if (m_state[i] == StageState::waiting) {
-      skip(i, because);
+      skip(i, because, cause);
     }
   }
 }
 
-void Scheduler::skip(size_t stage, const std::string& because) {
+void Scheduler::skip(size_t stage, const std::string& because, SkipCause cause) {
   m_state[stage] = StageState::skipped;
   m_because[stage] = because;
+  m_cause[stage] = cause;
   m_skipped.push_back(stage);
   m_ready.erase(stage);
 }

@@ -23,6 +23,10 @@ std::vector<PlanStage> plan_stages(const std::vector<const Stage*>& stages);
 
 enum class StageState { waiting, running, succeeded, failed, skipped };
 
+/// Why a stage was skipped: a stage it needs failed; `fail_fast` stopped the run at another
+/// stage's failure; or the run stopped starting stages (an interrupt, an internal error).
+enum class SkipCause { need_failed, fail_fast, stopped };
+
 /// A stage to start now, with its share of the budget's slots.
 struct StageStart {
   size_t stage = 0;
@@ -63,8 +67,10 @@ public:
   size_t running() const { return m_running.size(); }
   int free_slots() const { return m_free_slots; }
   StageState state(size_t stage) const { return m_state[stage]; }
-  /// For a skipped stage: the failed stage it needed, or why the run stopped starting stages.
+  /// For a skipped stage: the failed stage it needed (or, with fail_fast, the first failure),
+  /// or why the run stopped starting stages.
   const std::string& skipped_because(size_t stage) const { return m_because[stage]; }
+  SkipCause skip_cause(size_t stage) const { return m_cause[stage]; }
   /// Stages skipped since the last call, in plan order: each to be recorded once.
   std::vector<size_t> take_skipped();
   const std::vector<PlanStage>& stages() const { return m_stages; }
@@ -72,7 +78,8 @@ public:
   const std::vector<size_t>& dependants(size_t stage) const { return m_dependants[stage]; }
 
 private:
-  void skip(size_t stage, const std::string& because);
+  void skip(size_t stage, const std::string& because, SkipCause cause);
+  void skip_waiting(const std::string& because, SkipCause cause);
 
   std::vector<PlanStage> m_stages;
   SchedulerLimits m_limits;
@@ -80,6 +87,7 @@ private:
   std::vector<size_t> m_unmet; // needs not yet succeeded
   std::vector<StageState> m_state;
   std::vector<std::string> m_because;
+  std::vector<SkipCause> m_cause;
   std::vector<int> m_slots; // the share each running stage holds
   std::set<size_t> m_ready;
   std::set<size_t> m_running;

@@ -114,6 +114,7 @@ TEST(Scheduler, AFailureSkipsOnlyWhatDependsOnItNamingTheFailedStage) {
   EXPECT_EQ(s.take_skipped(), (std::vector<size_t>{2, 4}));
   EXPECT_EQ(s.skipped_because(2), "a");
   EXPECT_EQ(s.skipped_because(4), "a") << "the cause, not the stage in between";
+  EXPECT_EQ(s.skip_cause(4), SkipCause::need_failed);
   EXPECT_EQ(s.state(3), StageState::running) << "an independent branch goes on";
   EXPECT_FALSE(s.done());
   s.finish(3, true);
@@ -130,6 +131,7 @@ TEST(Scheduler, FailFastSkipsEveryWaitingStageButLetsTheRunningOnesEnd) {
   s.start_ready();
   s.finish(1, false);
   EXPECT_EQ(s.take_skipped(), (std::vector<size_t>{4}));
+  EXPECT_EQ(s.skip_cause(4), SkipCause::fail_fast);
   EXPECT_EQ(s.state(2), StageState::running);
   s.finish(2, true);
   s.finish(3, true);
@@ -143,6 +145,7 @@ TEST(Scheduler, StopSkipsEverythingWaitingWithTheReason) {
   s.stop("interrupted");
   EXPECT_EQ(s.take_skipped(), (std::vector<size_t>{1, 2, 3}));
   EXPECT_EQ(s.skipped_because(3), "interrupted");
+  EXPECT_EQ(s.skip_cause(3), SkipCause::stopped);
   EXPECT_FALSE(s.done());
   s.finish(0, true);
   EXPECT_TRUE(s.start_ready().empty());
