@@ -1347,6 +1347,12 @@ void Loader::read_lane(const toml::table& table) {
   m_chain.lanes.push_back(std::move(lane));
 }
 
+/// A stage with no `lanes` runs in every lane.
+bool runs_in(const Stage& stage, const std::string& lane) {
+  return stage.lanes.empty() ||
+         std::find(stage.lanes.begin(), stage.lanes.end(), lane) != stage.lanes.end();
+}
+
 void Loader::check_lanes() {
   std::vector<std::string> names;
   for (const auto& lane : m_chain.lanes) {
@@ -1372,10 +1378,6 @@ void Loader::check_lanes() {
     }
   }
   // A stage runs only in lanes where every stage it needs runs too.
-  auto runs_in = [](const Stage& stage, const std::string& lane) {
-    return stage.lanes.empty() ||
-           std::find(stage.lanes.begin(), stage.lanes.end(), lane) != stage.lanes.end();
-  };
   for (const auto& stage : m_chain.stages) {
     for (size_t i = 0; i < stage.needs.size(); ++i) {
       const Stage* need = m_chain.find_stage(stage.needs[i]);
@@ -1413,8 +1415,7 @@ void Loader::expand_lanes() {
   std::vector<Stage> copies;
   for (const auto& lane : m_chain.lanes) {
     for (const auto& stage : m_chain.stages) {
-      if (!stage.lanes.empty() &&
-          std::find(stage.lanes.begin(), stage.lanes.end(), lane.name) == stage.lanes.end()) {
+      if (!runs_in(stage, lane.name)) {
         continue;
       }
       Stage copy = stage;
