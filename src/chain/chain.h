@@ -124,6 +124,13 @@ struct GateSettings {
   int max_skipped = 0;
 };
 
+/// The multi-platform image assembled from the lanes' final images ([publish] in the chain file).
+struct PublishSettings {
+  std::string index;      // where the image index is pushed, host/repository:tag; "": none
+  bool tls_verify = true; // false for a plain-HTTP registry, such as one on 127.0.0.1
+  SourcePos pos;          // of `index`
+};
+
 struct Stage {
   std::string name;
   StageKind kind = StageKind::build;
@@ -198,6 +205,7 @@ struct Chain {
   DiskSettings disk;
   ResourceSettings resources;
   GateSettings gates;
+  PublishSettings publish;
   std::filesystem::path versions_file; // absolute; empty when the chain names none
   std::filesystem::path records;       // absolute
   KeyValues versions;                  // pins from versions_file, in file order

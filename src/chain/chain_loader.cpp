@@ -30,12 +30,13 @@ const std::vector<std::string> k_isolations = {"chroot", "oci", "rootless"};
 
 const std::vector<std::string> k_top_keys = {"chain", "engine", "defaults",  "transient",
                                              "cache", "disk",   "resources", "gates",
-                                             "smoke", "stage",  "lane"};
+                                             "smoke", "stage",  "lane",      "publish"};
 const std::vector<std::string> k_lane_keys = {"name", "platform", "host",      "ca",
                                               "cert", "key",      "build_args"};
 const std::vector<std::string> k_gates_keys = {"host_env_names", "cache_mount_targets",
                                                "cache_endpoint_arg", "per_file_only_dirs"};
 const std::vector<std::string> k_smoke_keys = {"min_passed", "max_skipped"};
+const std::vector<std::string> k_publish_keys = {"index", "tls_verify"};
 const std::vector<std::string> k_disk_keys = {
     "path",       "need_gb",          "guard_gb",        "floor_gb",
     "keep_slugs", "buildkit_keep_gb", "watch_interval_s"};
@@ -209,6 +210,7 @@ private:
   void read_cache(const toml::table& root);
   void read_disk(const toml::table& root);
   void read_resources(const toml::table& root);
+  void read_publish(const toml::table& root);
   void read_gates(const toml::table& root);
   void read_smoke(const toml::table& root);
   /// An array of strings; `what` says what one entry is, for the error on a non-string.
@@ -236,6 +238,8 @@ private:
   void read_lane(const toml::table& table);
   /// Each stage's `lanes` names lanes, and a stage runs in every lane of the stages it needs.
   void check_lanes();
+  /// An index has one entry per platform: every lane the final stage runs in names its own.
+  void check_publish();
   /// One copy of each stage per lane it runs in, `<lane>/<stage>`, its needs in its lane.
   void expand_lanes();
   void read_secret(const toml::table& table, Stage& stage);
@@ -1232,6 +1236,30 @@ void Loader::check_gates() {
   }
 }
 
+void Loader::read_publish(const toml::table& root) {
+  const auto* table = get<toml::table>(root, "at the top level", "publish");
+  if (!table) {
+    return;
+  }
+  const std::string_view where = "in [publish]";
+  check_keys(*table, where, k_publish_keys);
+  if (const auto* index = get<std::string>(*table, where, "index")) {
+    m_chain.publish.index = index->get();
+    m_chain.publish.pos = pos(*index);
+    const std::string& ref = m_chain.publish.index;
+    size_t slash = ref.find('/');
+    if (slash == std::string::npos || slash == 0 || ref.find("://") != std::string::npos ||
+        ref.find('@') != std::string::npos || ref.find_first_of(" \t") != std::string::npos) {
+      error(pos(*index), fmt::format("index '{}' is not a registry reference", ref),
+            "write host[:port]/repository[:tag], e.g. \"registry.example:5000/media/app:1.0\", "
+            "without a scheme or a digest");
+    }
+  }
+  if (const auto* verify = get<bool>(*table, where, "tls_verify")) {
+    m_chain.publish.tls_verify = verify->get();
+  }
+}
+
 void Loader::check_cache_tiers() {
   if (m_chain.engine != "buildkit") {
     // buildah has no cache import or export; a tier it silently ignored would look insured.
@@ -1398,6 +1426,43 @@ void Loader::check_lanes() {
   }
 }
 
+void Loader::check_publish() {
+  if (m_chain.publish.index.empty()) {
+    return;
+  }
+  if (m_chain.lanes.empty()) {
+    error(m_chain.publish.pos,
+          "an index is assembled from the lanes' final images, and the chain has no [[lane]] "
+          "tables",
+          "add a [[lane]] table with a platform for each platform of the image, or leave "
+          "[publish] index out");
+    return;
+  }
+  const Stage* final_stage = m_chain.find_stage(m_chain.gates.final_stage);
+  if (final_stage == nullptr) {
+    return; // check_gates said why
+  }
+  std::map<std::string, std::string> lane_of_platform;
+  for (const auto& lane : m_chain.lanes) {
+    if (!runs_in(*final_stage, lane.name)) {
+      continue;
+    }
+    if (lane.platform.empty()) {
+      error(lane.pos,
+            fmt::format("lane '{}' has no platform, and its '{}' image is an entry of the index",
+                        lane.name, final_stage->name),
+            "add platform = \"os/arch\" to the lane");
+    } else if (auto [seen, fresh] = lane_of_platform.emplace(lane.platform, lane.name); !fresh) {
+      error(lane.pos,
+            fmt::format("lanes '{}' and '{}' both build platform {}, and an index has one image "
+                        "per platform",
+                        seen->second, lane.name, lane.platform),
+            fmt::format("give one of them another platform, or limit the lanes of '{}'",
+                        final_stage->name));
+    }
+  }
+}
+
 /// `localhost/hello-base:latest` in lane amd64 is `localhost/hello-base-amd64:latest`.
 std::string lane_tag(const std::string& tag, const std::string& lane) {
   size_t slash = tag.rfind('/');
@@ -1475,6 +1540,7 @@ tl::expected<Chain, Diagnostics> Loader::load() {
   read_resources(root);
   read_gates(root);
   read_smoke(root);
+  read_publish(root);
   for (const auto* table : tables_in(root, "transient")) {
     read_transient(*table);
   }
@@ -1499,6 +1565,7 @@ tl::expected<Chain, Diagnostics> Loader::load() {
   check_cache_tiers();
   check_gates();
   check_lanes();
+  check_publish();
 
   if (!m_diagnostics.empty()) {
     // Chain-file problems first, each file top to bottom, the way an editor walks them.

@@ -26,7 +26,8 @@ CLI::App* add_gate_command(CLI::App& app, GateArgs& args) {
 int image_env_gate_command(const GateArgs& args) {
   std::error_code ignored;
   bool layout = std::filesystem::exists(std::filesystem::path(args.image) / "index.json", ignored);
-  auto env = layout ? image_env_from_layout(args.image) : image_env_from_buildah(args.image);
+  auto env = image_env(layout ? image_config_from_layout(args.image)
+                              : image_config_from_buildah(args.image));
   if (!env) {
     fmt::print(stderr, "kiln: error: {}\n", env.error());
     return k_exit_usage;

@@ -1,5 +1,7 @@
 #include "driver/build_request.h"
 
+#include <algorithm>
+
 #include "chain/plan.h"
 #include "dockerfile/mounts.h"
 #include "dockerfile/source.h"
@@ -24,6 +26,34 @@ NamedContext stage_context(const Chain& chain, const Stage& stage) {
           chain.registry.empty() ? std::string() : chain.pushed_ref(stage)};
 }
 
+bool leaves_host(const Chain& chain, const Stage& stage) {
+  return stage.known_as() == chain.gates.final_stage &&
+         (!chain.registry.empty() || !chain.publish.index.empty());
+}
+
+KeyValues provenance_labels(const Chain& chain, const Stage& stage, const KeyValues& build_args) {
+  KeyValues labels = {{"dev.kiln.chain", chain.name}, {"dev.kiln.stage", stage.known_as()}};
+  if (!stage.lane.empty()) {
+    labels.emplace_back("dev.kiln.lane", stage.lane);
+  }
+  std::string pins;
+  for (const auto& [name, value] : build_args) {
+    bool pinned = std::any_of(chain.versions.begin(), chain.versions.end(),
+                              [&](const auto& pin) { return pin.first == name; });
+    if (pinned) {
+      pins += (pins.empty() ? "" : ",") + name + "=" + value;
+    }
+  }
+  if (!pins.empty()) {
+    labels.emplace_back("dev.kiln.pins", pins);
+  }
+  return labels;
+}
+
+void stamp_run(BuildRequest& request, const std::string& run_id) {
+  request.labels.emplace_back(k_run_id_label, run_id);
+}
+
 BuildRequest build_request(const Chain& chain, const Stage& stage, const KeyValues& overrides,
                            const std::filesystem::path& tools) {
   BuildRequest request;
@@ -41,6 +71,7 @@ BuildRequest build_request(const Chain& chain, const Stage& stage, const KeyValu
   request.target = stage.target;
   request.tag = stage.tag;
   request.build_args = stage_build_args(chain, stage, overrides);
+  request.labels = provenance_labels(chain, stage, request.build_args);
   for (const auto& need : stage.needs) {
     request.contexts.push_back(stage_context(chain, *chain.find_stage(need)));
   }

@@ -21,6 +21,22 @@ std::filesystem::path stage_metadata(const Chain& chain, const std::string& stag
 /// How a later stage is handed `stage`'s image: its tag, layout, metadata and pushed reference.
 NamedContext stage_context(const Chain& chain, const Stage& stage);
 
+/// The label that stamps an image with the run that built it.
+constexpr const char* k_run_id_label = "dev.kiln.run-id";
+
+/// Whether a stage's image leaves the host: the final stage's, when the chain pushes it to a
+/// registry or assembles an index from it.
+bool leaves_host(const Chain& chain, const Stage& stage);
+
+/// The labels of every image kiln builds (`dev.kiln.*`): chain, stage, lane and the pins it
+/// received. They stay the same from run to run: buildah makes a label a step, and a label
+/// that changed would cost the image its id and every later stage its layer cache.
+KeyValues provenance_labels(const Chain& chain, const Stage& stage, const KeyValues& build_args);
+
+/// Stamp the request with the run that builds it, for an image that leaves the host: what the
+/// index's coherence and freshness gates read back.
+void stamp_run(BuildRequest& request, const std::string& run_id);
+
 /// The file holding a stage's job budget, written before the stage builds.
 std::filesystem::path budget_file(const Chain& chain, const std::string& stage);
 

@@ -70,7 +70,7 @@ std::vector<GateRecord> ImageGates::grade_parents(const Stage& stage, const Buil
     }
     GateRecord record;
     if (context != request.contexts.end()) {
-      record = grade(subject, m_engine.stage_image_env(*context));
+      record = grade(subject, image_env(m_engine.stage_image_config(*context)));
     } else if (auto env = m_engine.external_image_env(parent.ref)) {
       record = grade(subject, *env);
     } else {
@@ -98,7 +98,8 @@ GateRecord ImageGates::grade_built(const Stage& stage) {
   // A graded image is built to its local place first and pushed only once it passed.
   NamedContext context = stage_context(m_chain, stage);
   context.pushed.clear();
-  return grade(fmt::format("image of stage {}", stage.name), m_engine.stage_image_env(context));
+  return grade(fmt::format("image of stage {}", stage.name),
+               image_env(m_engine.stage_image_config(context)));
 }
 
 std::vector<std::string> gate_lines(const std::string& stage, const GateRecord& record) {

@@ -71,6 +71,42 @@ Json attempt_json(const AttemptRecord& a) {
           {"compile", compile_json(a.compile)}};
 }
 
+Json gate_json(const GateRecord& g) {
+  return {{"gate", g.gate},
+          {"subject", g.subject},
+          {"verdict", g.verdict},
+          {"findings", g.findings},
+          {"reason", g.reason}};
+}
+
+Json index_json(const std::optional<IndexRecord>& index) {
+  if (!index) {
+    return nullptr;
+  }
+  Json lanes = Json::array();
+  for (const auto& l : index->lanes) {
+    lanes.push_back({{"lane", l.lane},
+                     {"stage", l.stage},
+                     {"platform", l.platform},
+                     {"image", l.image},
+                     {"run_id", l.run_id},
+                     {"digest", l.digest},
+                     {"detail", l.detail}});
+  }
+  Json gates = Json::array();
+  for (const auto& g : index->gates) {
+    gates.push_back(gate_json(g));
+  }
+  return {{"ref", index->ref},
+          {"status", index->status},
+          {"digest", index->digest},
+          {"failure", index->failure},
+          {"lanes", lanes},
+          {"gates", gates},
+          {"gates_not_run", index->gates_not_run},
+          {"log", index->log}};
+}
+
 Json stage_json(const StageRecord& s) {
   Json attempts = Json::array();
   for (const auto& a : s.attempts) {
@@ -85,11 +121,7 @@ Json stage_json(const StageRecord& s) {
   }
   Json gates = Json::array();
   for (const auto& g : s.gates) {
-    gates.push_back({{"gate", g.gate},
-                     {"subject", g.subject},
-                     {"verdict", g.verdict},
-                     {"findings", g.findings},
-                     {"reason", g.reason}});
+    gates.push_back(gate_json(g));
   }
   Json smoke = nullptr;
   if (s.smoke) {
@@ -198,6 +230,7 @@ std::string manifest_json(const RunRecord& run) {
               {"critical_path",
                {{"stages", run.critical_path}, {"seconds", rounded(run.critical_path_seconds)}}},
               {"stages", stages},
+              {"index", index_json(run.index)},
               {"resources", resources}};
   // Engine output is not always UTF-8 (a Latin-1 compiler message, a binary dumped to the
   // terminal) and a quoted line must not make the record unwritable: replace what is invalid.

@@ -15,7 +15,7 @@
 namespace kiln {
 
 /// The manifest schema version; bump it on any change a reader could notice (docs/records.md).
-constexpr int k_manifest_schema = 5;
+constexpr int k_manifest_schema = 6;
 
 /// What the kiln-cc steps of one attempt reported, summed over the steps that reported.
 struct CompileReport {
@@ -122,6 +122,29 @@ struct StageRecord {
   std::optional<SmokeRecord> smoke;   // smoke stages, once their output was read
 };
 
+/// One lane's image as the index saw it.
+struct IndexLaneRecord {
+  std::string lane;
+  std::string stage;
+  std::string platform;
+  std::string image;  // built-this-run | stale | missing
+  std::string run_id; // the run its stamp names; "" when it has none
+  std::string digest; // its manifest's digest in the index, once added
+  std::string detail; // why stale or missing
+};
+
+/// The multi-platform image assembled from the lanes' final images.
+struct IndexRecord {
+  std::string ref;
+  std::string status; // pushed | blocked | failed | interrupted
+  std::string digest; // the pushed index's
+  std::string failure;
+  std::vector<IndexLaneRecord> lanes;
+  std::vector<GateRecord> gates;          // completeness, coherence, freshness; up to a refusal
+  std::vector<std::string> gates_not_run; // what a refusal kept from running
+  std::string log;                        // relative to the run folder
+};
+
 struct RunRecord {
   std::string run_id;
   std::string chain_name;
@@ -146,6 +169,7 @@ struct RunRecord {
   /// the run sooner than their sum.
   std::vector<std::string> critical_path;
   double critical_path_seconds = 0;
+  std::optional<IndexRecord> index; // when the chain publishes one and the run built its stage
 
   StageRecord* find_stage(const std::string& name);
 };

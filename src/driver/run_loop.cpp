@@ -26,6 +26,7 @@
 #include "driver/crash.h"
 #include "driver/engine_version.h"
 #include "driver/image_gates.h"
+#include "driver/image_index.h"
 #include "driver/kiln_tools.h"
 #include "driver/records.h"
 #include "driver/records_lock.h"
@@ -48,14 +49,6 @@ namespace kiln {
 namespace {
 
 using Steady = std::chrono::steady_clock;
-
-std::string quoted_command(const std::vector<std::string>& argv) {
-  std::vector<std::string> words;
-  for (const auto& word : argv) {
-    words.push_back(shell_quote(word));
-  }
-  return join(words, " ");
-}
 
 std::string host_name() {
   char name[256] = {};
@@ -200,6 +193,9 @@ private:
   void record_skipped();
   /// The run's status and exit code from how its stages ended.
   int run_outcome();
+  /// Once every stage ended: judge the lanes' final images and, when the gates pass, push the
+  /// index they make ([publish] index) and read it back.
+  void publish_index(const std::vector<const Stage*>& stages);
   /// Point the disk watchdog at the stages past their gates and building now: its episode.
   void watch_building();
   void set_stage_phase(const std::string& stage, const std::string& phase);
@@ -659,7 +655,7 @@ std::string Run::post_build_gates(const Stage& stage, StageRecord& record,
       return fmt::format("image-env gate: the image of stage {} carries the build host{}; move "
                          "each setting to an ARG or a secret, never ENV (details in driver.log)",
                          stage.name,
-                         stage.name == m_chain.gates.final_stage
+                         stage.known_as() == m_chain.gates.final_stage
                              ? " and is not published (no flag waives this gate)"
                              : "");
     }
@@ -1132,6 +1128,101 @@ void Run::schedule(const std::vector<const Stage*>& stages,
   }
 }
 
+void Run::publish_index(const std::vector<const Stage*>& stages) {
+  const std::string& ref = m_chain.publish.index;
+  if (ref.empty()) {
+    return;
+  }
+  std::vector<const Stage*> finals;
+  bool selected = false;
+  for (const auto& stage : m_chain.stages) {
+    if (stage.known_as() == m_chain.gates.final_stage) {
+      finals.push_back(&stage);
+      selected = selected || std::find(stages.begin(), stages.end(), &stage) != stages.end();
+    }
+  }
+  if (!selected) {
+    m_folder.log(fmt::format("index {}: not assembled, this run builds no lane's {}", ref,
+                             m_chain.gates.final_stage));
+    return;
+  }
+  IndexRecord& index = m_record.index.emplace();
+  index.ref = ref;
+  if (m_interrupted || interrupt_signal() != 0) {
+    index.status = "interrupted";
+    index.gates_not_run = {"completeness", "coherence", "freshness", "push", "read-back"};
+    m_folder.log(fmt::format("index {}: not assembled, the run was interrupted", ref));
+    save();
+    return;
+  }
+  std::vector<LaneImage> images;
+  for (const Stage* stage : finals) {
+    const StageRecord* record = m_record.find_stage(stage->name);
+    NamedContext context = stage_context(m_chain, *stage);
+    images.push_back({stage->lane, stage->name, m_chain.find_lane(stage->lane)->platform,
+                      record != nullptr ? record->outcome : std::string(),
+                      m_engine.stage_image_config(context), m_engine.stage_image_source(context)});
+  }
+  IndexVerdict verdict = judge_index(ref, images, m_record.run_id);
+  index.lanes = verdict.lanes;
+  index.gates = verdict.gates;
+  index.gates_not_run = verdict.gates_not_run;
+  for (const auto& lane : index.lanes) {
+    m_folder.log(fmt::format("index {}: lane {} ({}): {}{}", ref, lane.lane, lane.platform,
+                             lane.image, lane.detail.empty() ? "" : " (" + lane.detail + ")"));
+  }
+  if (!verdict.ok()) {
+    const GateRecord& refused = verdict.gates.back();
+    index.status = "blocked";
+    index.failure =
+        fmt::format("the {} gate refused it: {}", refused.gate, join(refused.findings, "; "));
+    m_folder.log(fmt::format("index {}: blocked: {}; not run: {}", ref, index.failure,
+                             join(index.gates_not_run, ", ")));
+    m_console.note(fmt::format("index {}: not pushed: {}", ref, index.failure));
+    if (m_failed.empty()) {
+      m_refused.push_back("refused:index");
+    }
+    save();
+    return;
+  }
+  index.log = "index.log";
+  auto log = m_folder.open_log(index.log);
+  if (!log) {
+    index.status = "failed";
+    index.failure = log.error();
+    m_failed.push_back("index");
+    save();
+    return;
+  }
+  m_console.note(fmt::format("index {}: pushing {} platform(s)", ref, images.size()));
+  save();
+  IndexPush push =
+      push_index(ref, m_chain.publish.tls_verify, images, m_record.run_id, *log, m_cancel);
+  for (size_t i = 0; i < push.lane_digests.size(); ++i) {
+    index.lanes[i].digest = push.lane_digests[i];
+  }
+  index.digest = push.digest;
+  if (push.ok) {
+    index.status = "pushed";
+    m_folder.log(fmt::format("index {}: pushed {} and read back", ref, push.digest));
+    m_console.note(fmt::format("index {}: pushed {} ({} platforms, read back from the registry)",
+                               ref, push.digest, images.size()));
+  } else if (push.interrupted) {
+    index.status = "interrupted";
+    index.failure = "interrupted while pushing: " + push.failure;
+    m_interrupted = true;
+    m_folder.log(fmt::format("index {}: {}", ref, index.failure));
+  } else {
+    index.status = "failed";
+    index.failure = push.failure;
+    m_failed.push_back("index");
+    m_folder.log(fmt::format("index {}: push failed: {}", ref, push.failure));
+    m_console.note(fmt::format("index {}: push failed: {} (log: {})", ref, push.failure,
+                               (m_folder.path() / index.log).string()));
+  }
+  save();
+}
+
 int Run::run_outcome() {
   if (m_interrupted || interrupt_signal() != 0) {
     m_record.status = "interrupted";
@@ -1259,6 +1350,7 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
            budget.value_or(Budget{0, online_cores(), online_cores(), online_cores(), 0, ""}),
            watchdog);
   watchdog.stop();
+  publish_index(stages);
   int exit_code = run_outcome();
   finish_sampler();
   if (std::vector<std::string> lost = m_folder.write_errors(); !lost.empty()) {
@@ -1304,10 +1396,20 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     requests.back().no_cache = options.no_cache || stage->kind == StageKind::smoke;
   }
 
+  // An image that leaves the host carries the run that built it; a dry run has no run yet.
+  auto stamp_published = [&](const std::string& run_id) {
+    for (size_t i = 0; i < stages.size(); ++i) {
+      if (leaves_host(chain, *stages[i])) {
+        stamp_run(requests[i], run_id);
+      }
+    }
+  };
+
   if (options.dry_run) {
     if (!report(problems, errors)) {
       return k_exit_usage;
     }
+    stamp_published("<run id>");
     for (size_t i = 0; i < stages.size(); ++i) {
       fmt::print("# [{}/{}] {}\n{}\n", i + 1, stages.size(), stages[i]->name,
                  quoted_command(engine.build_argv(requests[i])));
@@ -1361,6 +1463,7 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
                             "is unchanged ({}), so not asked again",
                             version->text, (chain.records / "engine-version").string()));
   }
+  stamp_published(folder->run_id());
   RunRecord record;
   record.run_id = folder->run_id();
   record.chain_name = chain.name;

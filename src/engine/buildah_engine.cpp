@@ -110,6 +110,9 @@ std::vector<std::string> BuildahEngine::build_argv(const BuildRequest& request) 
   for (const auto& [key, value] : request.build_args) {
     argv.insert(argv.end(), {"--build-arg", key + "=" + value});
   }
+  for (const auto& [key, value] : request.labels) {
+    argv.insert(argv.end(), {"--label", key + "=" + value});
+  }
   for (const auto& secret : request.secrets) {
     argv.insert(argv.end(),
                 {"--secret", secret.env.empty()
@@ -126,8 +129,12 @@ bool BuildahEngine::has_stage_image(const NamedContext& context) const {
       .ok();
 }
 
-ImageEnv BuildahEngine::stage_image_env(const NamedContext& context) const {
-  return image_env_from_buildah(context.image);
+ImageConfigRead BuildahEngine::stage_image_config(const NamedContext& context) const {
+  return image_config_from_buildah(context.image);
+}
+
+std::string BuildahEngine::stage_image_source(const NamedContext& context) const {
+  return "containers-storage:" + context.image;
 }
 
 tl::expected<void, std::string> BuildahEngine::withdraw_image(const BuildRequest& request) const {
@@ -140,7 +147,7 @@ tl::expected<void, std::string> BuildahEngine::withdraw_image(const BuildRequest
 }
 
 std::optional<ImageEnv> BuildahEngine::external_image_env(const std::string& ref) const {
-  if (ImageEnv env = image_env_from_buildah(ref)) {
+  if (ImageEnv env = image_env(image_config_from_buildah(ref))) {
     return env;
   }
   // The build would pull it anyway; pulling first lets the gate grade what the build will use.
@@ -149,7 +156,7 @@ std::optional<ImageEnv> BuildahEngine::external_image_env(const std::string& ref
     return tl::unexpected(fmt::format(
         "{} is not in buildah's store and `buildah pull {}` failed: {}", ref, ref, pull.failure()));
   }
-  return image_env_from_buildah(ref);
+  return image_env(image_config_from_buildah(ref));
 }
 
 namespace {
@@ -191,6 +198,9 @@ private:
       return true;
     }
     if (take(line, "--> Using cache ")) {
+      if (m_kiln_step) {
+        return false;
+      }
       ++m_progress.steps_cached;
       if (!m_steps.empty()) {
         m_steps.back().cached = true;
@@ -206,7 +216,10 @@ private:
     m_progress.step = header.step;
     m_progress.steps = header.steps;
     m_progress.instruction = std::string(line);
-    if (!is_from(line)) {
+    // buildah makes each `--label` a LABEL step of its own after the Dockerfile's last; kiln's
+    // provenance is not the Dockerfile's work, and a step count must not change with it.
+    m_kiln_step = line.starts_with(k_kiln_label_step);
+    if (!is_from(line) && !m_kiln_step) {
       ++m_progress.steps_run;
       m_steps.push_back({std::string(line), false});
     }
@@ -219,7 +232,10 @@ private:
     return take_step_header(line, header) || line.starts_with("Error: building at STEP \"");
   }
 
+  static constexpr std::string_view k_kiln_label_step = "LABEL \"dev.kiln.";
+
   BuildProgress m_progress;
+  bool m_kiln_step = false; // the step running is one of kiln's labels
   std::vector<StepSeen> m_steps;
   std::deque<std::string> m_evidence;
   int m_evidence_step = 0;

@@ -19,7 +19,8 @@ public:
   std::string stage_image_place(const NamedContext& context) const override {
     return context.image;
   }
-  ImageEnv stage_image_env(const NamedContext& context) const override;
+  ImageConfigRead stage_image_config(const NamedContext& context) const override;
+  std::string stage_image_source(const NamedContext& context) const override;
   std::optional<ImageEnv> external_image_env(const std::string& ref) const override;
   std::unique_ptr<BuildOutput> read_output() const override;
   tl::expected<void, std::string> withdraw_image(const BuildRequest& request) const override;

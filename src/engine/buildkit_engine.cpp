@@ -359,6 +359,9 @@ std::vector<std::string> BuildkitEngine::build_argv(const BuildRequest& request)
   for (const auto& [key, value] : request.build_args) {
     add({"--opt", fmt::format("build-arg:{}={}", key, value)});
   }
+  for (const auto& [key, value] : request.labels) {
+    add({"--opt", fmt::format("label:{}={}", key, value)});
+  }
   for (const auto& context : request.contexts) {
     std::string digest = metadata_digest(context.metadata);
     if (digest.empty()) {
@@ -422,7 +425,7 @@ bool BuildkitEngine::has_stage_image(const NamedContext& context) const {
   return index && index->find(digest) != std::string::npos;
 }
 
-ImageEnv BuildkitEngine::stage_image_env(const NamedContext& context) const {
+ImageConfigRead BuildkitEngine::stage_image_config(const NamedContext& context) const {
   std::string digest = metadata_digest(context.metadata);
   if (digest.empty()) {
     return tl::unexpected(fmt::format("no build of stage '{}' is on record ({} names no digest)",
@@ -434,7 +437,16 @@ ImageEnv BuildkitEngine::stage_image_env(const NamedContext& context) const {
         "from OCI layouts only; rebuild it in this run, where its Dockerfile is linted first",
         context.name, context.pushed, digest));
   }
-  return image_env_from_layout(context.layout, digest);
+  return image_config_from_layout(context.layout, digest);
+}
+
+std::string BuildkitEngine::stage_image_source(const NamedContext& context) const {
+  std::string digest = metadata_digest(context.metadata);
+  if (!context.pushed.empty()) {
+    return fmt::format("docker://{}@{}", context.pushed, digest);
+  }
+  // The oci: transport picks an image by its ref.name; a stage's layout holds its one image.
+  return "oci:" + context.layout.string();
 }
 
 std::unique_ptr<BuildOutput> BuildkitEngine::read_output() const {

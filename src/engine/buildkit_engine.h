@@ -92,7 +92,8 @@ public:
   std::string stage_image_place(const NamedContext& context) const override {
     return context.metadata.string();
   }
-  ImageEnv stage_image_env(const NamedContext& context) const override;
+  ImageConfigRead stage_image_config(const NamedContext& context) const override;
+  std::string stage_image_source(const NamedContext& context) const override;
   std::unique_ptr<BuildOutput> read_output() const override;
   /// The metadata file goes: a later stage is handed an image only through the digest it names.
   tl::expected<void, std::string> withdraw_image(const BuildRequest& request) const override;

@@ -10,6 +10,7 @@
 #include <tl/expected.hpp>
 
 #include "chain/chain.h"
+#include "engine/image_config.h"
 #include "util/process.h"
 
 namespace kiln {
@@ -42,6 +43,7 @@ struct BuildRequest {
   std::string target;
   std::string tag;
   KeyValues build_args;
+  KeyValues labels; // on the image built: buildah `--label`, BuildKit `--opt label:`
   std::vector<NamedContext> contexts;
   /// A folder holding kiln's static tools (kiln-cc), offered to the Dockerfile as the named
   /// context `kiln-tools`; empty when kiln has none to offer.
@@ -121,9 +123,6 @@ struct BuildLimits {
   std::function<void()> on_stop{};            // told when a limit or the token stops it
 };
 
-/// An image config's Env entries (`NAME=value`), or why they could not be read.
-using ImageEnv = tl::expected<std::vector<std::string>, std::string>;
-
 /// The one seam between kiln and a real builder.
 class Engine {
 public:
@@ -167,9 +166,13 @@ public:
   /// Where has_stage_image() looks, for a message that says what is missing.
   virtual std::string stage_image_place(const NamedContext& context) const = 0;
 
-  /// The Env of the image a stage left where a later stage is handed it (`context`): what the
-  /// publish gate grades.
-  virtual ImageEnv stage_image_env(const NamedContext& context) const = 0;
+  /// The config of the image a stage left where a later stage is handed it (`context`): the Env
+  /// the publish gate grades, the labels and platform the index's gates read.
+  virtual ImageConfigRead stage_image_config(const NamedContext& context) const = 0;
+
+  /// Where `buildah manifest add` reads the image a stage left (`context`), as a transport
+  /// reference: what an index is assembled from.
+  virtual std::string stage_image_source(const NamedContext& context) const = 0;
 
   /// The Env of an image a Dockerfile names that is no stage of the chain (`FROM debian:12`);
   /// nullopt when this engine cannot see it before the build does (it resolves inside a daemon).

@@ -8,6 +8,7 @@
 #include "util/diagnostic.h"
 #include "util/fs.h"
 #include "util/process.h"
+#include "util/strings.h"
 
 namespace kiln {
 
@@ -44,17 +45,34 @@ tl::expected<std::filesystem::path, std::string> blob_path(const std::filesystem
   return layout / "blobs" / "sha256" / digest.substr(7);
 }
 
-std::vector<std::string> env_of(const json& config) {
-  std::vector<std::string> env;
-  if (config.contains("config") && config["config"].is_object() &&
-      config["config"].contains("Env") && config["config"]["Env"].is_array()) {
-    for (const auto& entry : config["config"]["Env"]) {
+std::string string_at(const json& doc, const char* key) {
+  return doc.contains(key) && doc[key].is_string() ? doc[key].get<std::string>() : std::string();
+}
+
+ImageConfig config_of(const json& doc) {
+  ImageConfig config;
+  config.os = string_at(doc, "os");
+  config.architecture = string_at(doc, "architecture");
+  config.variant = string_at(doc, "variant");
+  if (!doc.contains("config") || !doc["config"].is_object()) {
+    return config;
+  }
+  const json& inner = doc["config"];
+  if (inner.contains("Env") && inner["Env"].is_array()) {
+    for (const auto& entry : inner["Env"]) {
       if (entry.is_string()) {
-        env.push_back(entry);
+        config.env.push_back(entry);
       }
     }
   }
-  return env;
+  if (inner.contains("Labels") && inner["Labels"].is_object()) {
+    for (const auto& [key, value] : inner["Labels"].items()) {
+      if (value.is_string()) {
+        config.labels[key] = value;
+      }
+    }
+  }
+  return config;
 }
 
 } // namespace
@@ -66,8 +84,17 @@ bool is_oci_digest(std::string_view digest) {
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-tl::expected<std::vector<std::string>, std::string>
-image_env_from_layout(const std::filesystem::path& layout, const std::string& digest) {
+ImageEnv image_env(const ImageConfigRead& read) {
+  return read.map([](const ImageConfig& config) { return config.env; });
+}
+
+std::string ImageConfig::platform() const {
+  std::string platform = os + "/" + architecture;
+  return variant.empty() ? platform : platform + "/" + variant;
+}
+
+ImageConfigRead image_config_from_layout(const std::filesystem::path& layout,
+                                         const std::string& digest) {
   auto doc = read_json(layout / "index.json");
   if (doc && !digest.empty()) {
     const json* chosen = nullptr;
@@ -96,7 +123,7 @@ image_env_from_layout(const std::filesystem::path& layout, const std::string& di
       if (!config_path) {
         return tl::unexpected(config_path.error());
       }
-      return read_json(*config_path).map(env_of);
+      return read_json(*config_path).map(config_of);
     }
     if (!doc->contains("manifests") || !(*doc)["manifests"].is_array() ||
         (*doc)["manifests"].empty()) {
@@ -115,8 +142,39 @@ image_env_from_layout(const std::filesystem::path& layout, const std::string& di
   return tl::unexpected(fmt::format("{}: indexes nest deeper than kiln follows", layout.string()));
 }
 
-tl::expected<std::vector<std::string>, std::string>
-image_env_from_buildah(const std::string& image) {
+std::vector<IndexEntry> index_entries(std::string_view index_json) {
+  std::vector<IndexEntry> entries;
+  auto doc = json::parse(index_json, nullptr, false);
+  if (!doc.is_object() || !doc.contains("manifests") || !doc["manifests"].is_array()) {
+    return entries;
+  }
+  for (const auto& entry : doc["manifests"]) {
+    if (!entry.is_object() || !entry.contains("digest") || !entry["digest"].is_string() ||
+        !entry.contains("platform") || !entry["platform"].is_object()) {
+      continue;
+    }
+    ImageConfig platform;
+    const auto& p = entry["platform"];
+    platform.os = p.value("os", "");
+    platform.architecture = p.value("architecture", "");
+    platform.variant = p.value("variant", "");
+    entries.push_back({platform.platform(), entry["digest"].get<std::string>()});
+  }
+  return entries;
+}
+
+std::string manifest_added_digest(std::string_view output) {
+  std::string digest;
+  for (const auto& line : split(output, '\n')) {
+    size_t at = line.rfind(": sha256:");
+    if (at != std::string::npos && is_oci_digest(trim(line.substr(at + 2)))) {
+      digest = std::string(trim(line.substr(at + 2)));
+    }
+  }
+  return digest;
+}
+
+ImageConfigRead image_config_from_buildah(const std::string& image) {
   CapturedRun inspect = run_captured({"buildah", "inspect", "--type", "image", image});
   if (!inspect.exit.ok()) {
     return tl::unexpected(
@@ -126,7 +184,7 @@ image_env_from_buildah(const std::string& image) {
   if (doc.is_discarded() || !doc.contains("OCIv1")) {
     return tl::unexpected(fmt::format("buildah inspect {} printed no OCI config", image));
   }
-  return env_of(doc["OCIv1"]);
+  return config_of(doc["OCIv1"]);
 }
 
 } // namespace kiln

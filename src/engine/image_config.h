@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,16 +21,46 @@ constexpr uint64_t k_image_json_limit = 16 << 20;
 /// out of the layout.
 bool is_oci_digest(std::string_view digest);
 
-/// The Env of an image's config (`NAME=value` entries), read from an OCI image layout folder:
-/// index.json -> manifest -> config blob. `digest` picks the manifest index.json names (a layout
-/// can hold several); empty takes the first. A nested index is followed to its first manifest.
-/// Each file must be a regular file of at most k_image_json_limit bytes, named by a digest
-/// is_oci_digest accepts.
-tl::expected<std::vector<std::string>, std::string>
-image_env_from_layout(const std::filesystem::path& layout, const std::string& digest = {});
+/// What kiln reads of an image's config.
+struct ImageConfig {
+  std::vector<std::string> env; // `NAME=value` entries
+  std::map<std::string, std::string> labels;
+  std::string os, architecture, variant;
 
-/// The Env of an image in buildah's store (`buildah inspect --type image`).
-tl::expected<std::vector<std::string>, std::string>
-image_env_from_buildah(const std::string& image);
+  /// `os/arch[/variant]`, as a lane names it.
+  std::string platform() const;
+};
+
+using ImageConfigRead = tl::expected<ImageConfig, std::string>;
+
+/// An image config's Env entries (`NAME=value`), or why they could not be read.
+using ImageEnv = tl::expected<std::vector<std::string>, std::string>;
+
+/// The Env of a config read, what the image-env gate grades.
+ImageEnv image_env(const ImageConfigRead& read);
+
+/// The config of an image read from an OCI image layout folder: index.json -> manifest ->
+/// config blob. `digest` picks the manifest index.json names (a layout can hold several); empty
+/// takes the first. A nested index is followed to its first manifest. Each file must be a
+/// regular file of at most k_image_json_limit bytes, named by a digest is_oci_digest accepts.
+ImageConfigRead image_config_from_layout(const std::filesystem::path& layout,
+                                         const std::string& digest = {});
+
+/// One image of an image index (manifest list): its platform, `os/arch[/variant]`, and digest.
+struct IndexEntry {
+  std::string platform;
+  std::string digest;
+};
+
+/// The entries of an image index as JSON (`buildah manifest inspect`, an OCI index.json);
+/// entries without a digest or platform are left out, and anything but an index gives none.
+std::vector<IndexEntry> index_entries(std::string_view index_json);
+
+/// The digest `buildah manifest add` says it added: its output ends `<list id>: <digest>`;
+/// "" when no line has that shape.
+std::string manifest_added_digest(std::string_view output);
+
+/// The config of an image in buildah's store (`buildah inspect --type image`).
+ImageConfigRead image_config_from_buildah(const std::string& image);
 
 } // namespace kiln

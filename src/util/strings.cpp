@@ -79,6 +79,14 @@ std::string shell_quote(std::string_view word) {
   return out + "'";
 }
 
+std::string quoted_command(const std::vector<std::string>& argv) {
+  std::vector<std::string> words;
+  for (const auto& word : argv) {
+    words.push_back(shell_quote(word));
+  }
+  return join(words, " ");
+}
+
 size_t utf8_length(std::string_view text) {
   if (text.empty()) {
     return 0;

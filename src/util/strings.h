@@ -18,6 +18,8 @@ bool is_identifier(std::string_view name);
 
 /// Quote a word for a POSIX shell only when it needs it, so dry-run output pastes as is.
 std::string shell_quote(std::string_view word);
+/// A command as a shell line, each word quoted when it needs it.
+std::string quoted_command(const std::vector<std::string>& argv);
 
 /// Line `number` (from 1) of `text`, without its newline (or a CR before it); "" past the end.
 std::string_view line_at(std::string_view text, int number);

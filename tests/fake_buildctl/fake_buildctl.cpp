@@ -910,17 +910,46 @@ struct Image {
   Blob manifest;
 };
 
-/// An empty amd64 image whose config records the build's --opt values and Dockerfile, so each
-/// stage, and each change to a stage, gets its own digest; the same build gets the same one.
+/// The platform a build is for, as BuildKit's dockerfile frontend reads `--opt platform=`:
+/// os/arch[/variant]; without the option, the daemon's own (amd64 on the recording host).
+json platform_of(const BuildRequest& req) {
+  json platform = {{"architecture", "amd64"}, {"os", "linux"}};
+  auto it = req.opts.find("platform");
+  if (it != req.opts.end()) {
+    std::istringstream parts(it->second);
+    std::string os, arch, variant;
+    std::getline(parts, os, '/');
+    std::getline(parts, arch, '/');
+    std::getline(parts, variant, '/');
+    platform = {{"architecture", arch}, {"os", os}};
+    if (!variant.empty()) {
+      platform["variant"] = variant;
+    }
+  }
+  return platform;
+}
+
+/// An empty image for the build's platform whose config records the build's --opt values and
+/// Dockerfile, so each stage, and each change to a stage, gets its own digest; the same build
+/// gets the same one. `--opt label:K=V` become the config's Labels, as the frontend makes them.
 Image make_image(const BuildRequest& req) {
   fs::path dockerfile = fs::path(req.locals.at("dockerfile")) / dockerfile_name(req);
   json recorded = {{"opts", req.opts},
                    {"dockerfile", "sha256:" + sha256_hex(read_file(dockerfile))}};
-  json config = {{"architecture", "amd64"},
-                 {"os", "linux"},
-                 {"config", json::object()},
+  json labels = json::object();
+  for (const auto& [key, value] : req.opts) {
+    if (key.rfind("label:", 0) == 0) {
+      labels[key.substr(6)] = value;
+    }
+  }
+  json image_config = json::object();
+  if (!labels.empty()) {
+    image_config["Labels"] = labels;
+  }
+  json config = platform_of(req);
+  config.update({{"config", image_config},
                  {"rootfs", {{"type", "layers"}, {"diff_ids", json::array()}}},
-                 {"kiln-fake-buildctl", recorded}};
+                 {"kiln-fake-buildctl", recorded}});
   Blob config_blob = blob_of(config.dump());
   json manifest = {{"schemaVersion", 2},
                    {"mediaType", k_manifest_type},
@@ -977,7 +1006,7 @@ void write_metadata(const BuildRequest& req, const Image& image, const CacheMani
                     const std::string& created, const std::string& pushed) {
   json entry = descriptor(k_manifest_type, image.manifest);
   entry["annotations"] = json::object({{"org.opencontainers.image.created", created}});
-  entry["platform"] = json::object({{"architecture", "amd64"}, {"os", "linux"}});
+  entry["platform"] = platform_of(req);
   json metadata = {{"cache.manifest", descriptor(k_index_type, cache.manifest).dump()},
                    {"containerimage.buildinfo", {{"frontend", req.frontend}, {"attrs", req.opts}}},
                    {"containerimage.config.digest", image.config.digest},

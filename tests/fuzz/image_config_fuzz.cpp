@@ -2,6 +2,7 @@
 // layout, and the BuildKit metadata file that names a build's digest. The input is a bundle of
 // the layout's files (fuzz_bundle.h; before the first header: index.json). Beside the layout
 // lies a config whose Env names a canary: a descriptor that leads out of the layout reads it.
+// The whole input is also read as an image index, as `buildah manifest inspect` prints one.
 #include <algorithm>
 #include <cstdlib>
 
@@ -48,7 +49,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   scratch.write(placed);
   std::filesystem::path layout = scratch.path() / "layout";
 
-  grade(image_env_from_layout(layout));
+  grade(image_env(image_config_from_layout(layout)));
+  if (std::string added = manifest_added_digest(fuzz::as_text(data, size));
+      !added.empty() && !is_oci_digest(added)) {
+    std::abort();
+  }
+  for (const IndexEntry& entry : index_entries(fuzz::as_text(data, size))) {
+    if (!entry.digest.empty() && entry.platform.empty()) {
+      std::abort(); // an entry is a platform and a digest, never half of one
+    }
+  }
   std::string digest = metadata_digest(layout / "metadata.json");
   if (digest.empty()) {
     // Without a metadata file, the digest index.json names first, as a build's would be.
@@ -64,7 +74,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   if (!digest.empty()) {
-    grade(image_env_from_layout(layout, digest));
+    grade(image_env(image_config_from_layout(layout, digest)));
   }
   return 0;
 }

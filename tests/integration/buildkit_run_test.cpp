@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "kiln_harness.h"
+#include "local_registry.h"
 
 namespace kiln::testing {
 namespace {
@@ -575,30 +577,101 @@ TEST(BuildkitCacheSnapshot, AStageWithoutASnapshotExportIsRefused) {
       << refused.output;
 }
 
-/// Two lanes of the demo chain on two daemons: each lane's builds go to its own address with
-/// its platform, and arm64 failing at its second stage leaves amd64 to finish.
-TEST(BuildkitRun, TwoLanesBuildOnTheirOwnDaemonsAndAFailedLaneLeavesTheOtherToFinish) {
-  ChainDir dir;
-  dir.copy_demo_without_smoke_gate();
-  const std::string amd64 = "unix://" + (dir.path() / "amd64.sock").string();
-  const std::string arm64 = "tcp://127.0.0.1:1235";
-  std::string chain = dir.read("chain.toml");
-  chain.insert(chain.find("[[stage]]"),
-               "[[lane]]\nname = \"amd64\"\nplatform = \"linux/amd64\"\nhost = \"" + amd64 +
-                   "\"\n\n[[lane]]\nname = \"arm64\"\nplatform = \"linux/arm64\"\nhost = \"" +
-                   arm64 + "\"\n\n");
-  dir.write("chain.toml", chain);
-  FakeBuildkit fake(dir);
-  fake.plan("toolchain.Dockerfile@" + arm64 + " build-fail-run\n");
-  KilnResult run = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, nullptr, fake.env());
-  EXPECT_EQ(run.exit_code, 1) << run.output;
+/// The demo chain in two lanes on two daemons, `final` its published stage, its index pushed to
+/// `registry` (a plain-HTTP one on loopback).
+struct TwoLaneChain {
+  TwoLaneChain(const ChainDir& dir, const LocalRegistry& registry)
+      : dir(dir), fake(dir), amd64("unix://" + (dir.path() / "amd64.sock").string()),
+        arm64("tcp://127.0.0.1:1235"), index(registry.host() + "/demo/app:1.0") {
+    dir.copy_demo_without_smoke_gate();
+    std::string chain = dir.read("chain.toml");
+    chain.insert(chain.find("[defaults]"),
+                 "[publish]\nindex = \"" + index + "\"\ntls_verify = false\n\n");
+    chain.insert(chain.find("records = "), "final = \"final\"\n");
+    chain.insert(chain.find("[[stage]]"),
+                 "[[lane]]\nname = \"amd64\"\nplatform = \"linux/amd64\"\nhost = \"" + amd64 +
+                     "\"\n\n[[lane]]\nname = \"arm64\"\nplatform = \"linux/arm64\"\nhost = \"" +
+                     arm64 + "\"\n\n");
+    dir.write("chain.toml", chain);
+  }
 
-  json manifest = dir.latest_manifest();
-  EXPECT_EQ(manifest["status"], "failed:arm64/toolchain");
+  /// Its own buildah store: the index's lists and the test's read-back touch no one else's.
+  Env env() const { return fake.env({{"CONTAINERS_STORAGE_CONF", dir.private_buildah_store()}}); }
+
+  KilnResult run() const {
+    return dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, nullptr, env());
+  }
+
+  /// What the registry serves under the index's reference, read with buildah alone: each
+  /// entry's platform and digest, or nothing when it has no such index.
+  std::map<std::string, std::string> served() const {
+    auto buildah = [&](std::vector<std::string> argv) {
+      argv.insert(argv.begin(), "buildah");
+      ProcessSpec spec{argv};
+      spec.env = {{"CONTAINERS_STORAGE_CONF", dir.private_buildah_store()}};
+      std::string output;
+      bool ok = run_process(spec, [&](std::string_view chunk) { output.append(chunk); }).ok();
+      return std::pair(ok, output);
+    };
+    std::string list = "readback-" + dir.nonce();
+    auto [found, why] =
+        buildah({"manifest", "create", "--all", "--tls-verify=false", list, "docker://" + index});
+    std::map<std::string, std::string> entries;
+    if (!found) {
+      std::cerr << "read-back of " << index << ": " << why << "\n";
+      return entries;
+    }
+    auto [inspected, text] = buildah({"manifest", "inspect", list});
+    buildah({"manifest", "rm", list});
+    EXPECT_TRUE(inspected) << text;
+    json doc = json::parse(text);
+    for (const auto& entry : doc["manifests"]) {
+      entries[entry["platform"]["os"].get<std::string>() + "/" +
+              entry["platform"]["architecture"].get<std::string>()] = entry["digest"];
+    }
+    return entries;
+  }
+
+  /// The run stamp on the image a lane's final stage left in its OCI layout.
+  std::string stamp(const std::string& lane) const {
+    std::string root = "records/oci/" + lane + "/final/";
+    auto blob = [&](const json& descriptor) {
+      return json::parse(
+          dir.read(root + "blobs/sha256/" + descriptor["digest"].get<std::string>().substr(7)));
+    };
+    json manifest = blob(json::parse(dir.read(root + "index.json"))["manifests"][0]);
+    json config = blob(manifest["config"]);
+    return config["config"]["Labels"].value("dev.kiln.run-id", "");
+  }
+
+  const ChainDir& dir;
+  FakeBuildkit fake;
+  std::string amd64, arm64, index;
+};
+
+std::map<std::string, std::string> stage_outcomes(const json& manifest) {
   std::map<std::string, std::string> outcomes;
   for (const auto& stage : manifest["stages"]) {
     outcomes[stage["name"].get<std::string>()] = stage["outcome"].get<std::string>();
   }
+  return outcomes;
+}
+
+/// Two lanes of the demo chain on two daemons: each lane's builds go to its own address with
+/// its platform, arm64 failing at its second stage leaves amd64 to finish, and the index,
+/// missing arm64's image, is not pushed.
+TEST(BuildkitRun, TwoLanesBuildOnTheirOwnDaemonsAndAFailedLaneLeavesTheOtherToFinish) {
+  ChainDir dir;
+  LocalRegistry registry(dir.path() / "registry");
+  ASSERT_TRUE(registry.ready());
+  TwoLaneChain lanes(dir, registry);
+  lanes.fake.plan("toolchain.Dockerfile@" + lanes.arm64 + " build-fail-run\n");
+  KilnResult run = lanes.run();
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+
+  json manifest = dir.latest_manifest();
+  EXPECT_EQ(manifest["status"], "failed:arm64/toolchain");
+  std::map<std::string, std::string> outcomes = stage_outcomes(manifest);
   for (const char* stage : {"base", "toolchain", "libs", "final", "smoke"}) {
     EXPECT_EQ(outcomes[std::string("amd64/") + stage], "built") << stage << "\n" << run.output;
   }
@@ -609,15 +682,94 @@ TEST(BuildkitRun, TwoLanesBuildOnTheirOwnDaemonsAndAFailedLaneLeavesTheOtherToFi
 
   // Every build went to its lane's daemon with its lane's platform, and found the images of
   // its own lane.
-  std::vector<json> builds = fake.builds();
+  std::vector<json> builds = lanes.fake.builds();
   EXPECT_EQ(builds.size(), 7u);
   for (const auto& build : builds) {
     bool on_arm64 = mentions(build, "/oci/arm64/");
     EXPECT_NE(on_arm64, mentions(build, "/oci/amd64/")) << build.dump();
-    EXPECT_EQ(build["addr"], on_arm64 ? arm64 : amd64) << build.dump();
+    EXPECT_EQ(build["addr"], on_arm64 ? lanes.arm64 : lanes.amd64) << build.dump();
     EXPECT_TRUE(has_word(build, on_arm64 ? "platform=linux/arm64" : "platform=linux/amd64"))
         << build.dump();
   }
+
+  // The index is blocked: arm64 has no final image, so the gates after completeness, the push
+  // and its read-back did not run, and the registry holds nothing under the reference.
+  const json& index = manifest["index"];
+  EXPECT_EQ(index["ref"], lanes.index);
+  EXPECT_EQ(index["status"], "blocked");
+  ASSERT_EQ(index["lanes"].size(), 2u);
+  EXPECT_EQ(index["lanes"][0]["lane"], "amd64");
+  EXPECT_EQ(index["lanes"][0]["image"], "built-this-run");
+  EXPECT_EQ(index["lanes"][1]["image"], "missing");
+  EXPECT_NE(index["lanes"][1]["detail"].get<std::string>().find(
+                "arm64/final ended skipped:arm64/toolchain"),
+            std::string::npos)
+      << index.dump(2);
+  EXPECT_EQ(index["gates"][0]["gate"], "completeness");
+  EXPECT_EQ(index["gates"][0]["verdict"], "refused");
+  EXPECT_EQ(index["gates_not_run"], json({"coherence", "freshness", "push", "read-back"}));
+  EXPECT_NE(run.output.find("index " + lanes.index + ": not pushed"), std::string::npos)
+      << run.output;
+  EXPECT_TRUE(lanes.served().empty());
+}
+
+/// Both lanes green: one index naming both platforms, pushed to a real registry and read back;
+/// a later run whose arm64 final stage fails finds that lane's image stale (the first run's)
+/// and pushes nothing over the good index.
+TEST(BuildkitRun, BothLanesGreenPushOneIndexOfBothPlatformsAndALaterFailedLaneIsStale) {
+  ChainDir dir;
+  LocalRegistry registry(dir.path() / "registry");
+  ASSERT_TRUE(registry.ready());
+  TwoLaneChain lanes(dir, registry);
+  lanes.fake.plan("final.Dockerfile@" + lanes.arm64 + " build-fresh build-fail-run\n");
+  KilnResult first = lanes.run();
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+
+  json manifest = dir.latest_manifest();
+  const std::string first_run = manifest["run_id"];
+  const json& index = manifest["index"];
+  EXPECT_EQ(index["status"], "pushed") << index.dump(2);
+  EXPECT_TRUE(index["digest"].get<std::string>().starts_with("sha256:"));
+  ASSERT_EQ(index["gates"].size(), 3u);
+  for (const auto& gate : index["gates"]) {
+    EXPECT_EQ(gate["verdict"], "pass") << gate.dump();
+  }
+  // What the registry serves, read back here with buildah alone: one entry per platform, each
+  // the image its lane built, stamped with this run.
+  std::map<std::string, std::string> served = lanes.served();
+  ASSERT_EQ(served.size(), 2u);
+  for (const auto& lane : index["lanes"]) {
+    std::string platform = lane["platform"];
+    EXPECT_EQ(lane["image"], "built-this-run");
+    EXPECT_EQ(served[platform], lane["digest"]) << platform;
+    json metadata = json::parse(
+        dir.read("records/oci/" + lane["lane"].get<std::string>() + "/final.metadata.json"));
+    EXPECT_EQ(served[platform], metadata["containerimage.digest"]) << platform;
+    EXPECT_EQ(lanes.stamp(lane["lane"]), first_run);
+  }
+  EXPECT_NE(served["linux/amd64"], served["linux/arm64"]);
+  // Only the published stage is stamped with the run: a stamp on every image would change
+  // every id each run. Every image carries its chain, stage and lane.
+  for (const auto& build : lanes.fake.builds()) {
+    bool is_final = mentions(build, "final.Dockerfile");
+    EXPECT_EQ(mentions(build, "label:dev.kiln.run-id=" + first_run), is_final) << build.dump();
+    EXPECT_TRUE(mentions(build, "label:dev.kiln.lane=")) << build.dump();
+  }
+
+  KilnResult second = lanes.run();
+  EXPECT_EQ(second.exit_code, 1) << second.output;
+  json later = dir.latest_manifest();
+  EXPECT_EQ(later["status"], "failed:arm64/final");
+  const json& blocked = later["index"];
+  EXPECT_EQ(blocked["status"], "blocked");
+  EXPECT_EQ(blocked["lanes"][0]["image"], "built-this-run");
+  EXPECT_EQ(blocked["lanes"][1]["image"], "stale");
+  EXPECT_EQ(blocked["lanes"][1]["run_id"], first_run);
+  EXPECT_EQ(blocked["gates"][1]["gate"], "coherence");
+  EXPECT_EQ(blocked["gates"][1]["verdict"], "refused");
+  EXPECT_EQ(blocked["gates_not_run"], json({"freshness", "push", "read-back"}));
+  // The registry still serves the first run's good index.
+  EXPECT_EQ(lanes.served(), served);
 }
 
 } // namespace

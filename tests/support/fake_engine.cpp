@@ -64,9 +64,14 @@ bool FakeEngine::has_stage_image(const NamedContext& context) const {
   return std::find(m_images.begin(), m_images.end(), context.image) != m_images.end();
 }
 
-ImageEnv FakeEngine::stage_image_env(const NamedContext& context) const {
-  auto env = m_env.find(context.name);
-  return env == m_env.end() ? std::vector<std::string>{} : env->second;
+ImageConfigRead FakeEngine::stage_image_config(const NamedContext& context) const {
+  std::lock_guard lock(m_mutex);
+  auto built = m_configs.find(context.image);
+  ImageConfig config = built == m_configs.end() ? ImageConfig{} : built->second;
+  if (auto env = m_env.find(context.name); env != m_env.end()) {
+    config.env = env->second;
+  }
+  return config;
 }
 
 std::unique_ptr<BuildOutput> FakeEngine::read_output() const {
@@ -146,6 +151,11 @@ ProcessExit FakeEngine::build(const BuildRequest& request, const OutputSink& sin
   if (exit.ok()) {
     std::lock_guard lock(m_mutex);
     m_images.push_back(request.tag);
+    ImageConfig& config = m_configs[request.tag];
+    config.labels = {request.labels.begin(), request.labels.end()};
+    std::string platform = request.platform.empty() ? "linux/amd64" : request.platform;
+    config.os = platform.substr(0, platform.find('/'));
+    config.architecture = platform.substr(platform.find('/') + 1);
   }
   return exit;
 }

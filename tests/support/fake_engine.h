@@ -59,7 +59,11 @@ public:
   std::string stage_image_place(const NamedContext& context) const override {
     return context.image;
   }
-  ImageEnv stage_image_env(const NamedContext& context) const override;
+  /// The Env set for the stage, and the labels and platform of the build that left the image.
+  ImageConfigRead stage_image_config(const NamedContext& context) const override;
+  std::string stage_image_source(const NamedContext& context) const override {
+    return "fake:" + context.image;
+  }
   std::unique_ptr<BuildOutput> read_output() const override;
   tl::expected<void, std::string> withdraw_image(const BuildRequest& request) const override;
   ProcessExit build(const BuildRequest& request, const OutputSink& sink,
@@ -72,7 +76,8 @@ private:
   std::map<std::string, std::vector<std::string>> m_env;
   mutable std::vector<std::string> m_builds;
   mutable std::vector<std::string> m_withdrawn;
-  mutable std::vector<std::string> m_images; // tags a successful build left
+  mutable std::vector<std::string> m_images;            // tags a successful build left
+  mutable std::map<std::string, ImageConfig> m_configs; // by tag: the last build's labels
   mutable std::vector<std::string> m_events;
   mutable int m_running = 0;
   mutable int m_most_at_once = 0;

@@ -54,6 +54,26 @@ TEST(BuildahEngine, CachedBuildCountsEveryLayerStepAsCached) {
   EXPECT_EQ(p.image_id, "edd3fecb6f7f42e04e1369b2d08e2bb268013095c0d7696a7b890a54a5b34689");
 }
 
+TEST(BuildahEngine, KilnsOwnLabelStepsAreNotTheDockerfilesSteps) {
+  // buildah makes each --label a LABEL step after the Dockerfile's last; the step counts are
+  // the Dockerfile's own, built or cached.
+  auto output = BuildahEngine("chroot").read_output();
+  LineSplitter lines([&](std::string_view line) { output->feed(line); });
+  lines.feed(fixture("build-labels-fresh.combined"));
+  lines.finish();
+  EXPECT_EQ(output->progress().steps_run, 4);
+  EXPECT_EQ(output->progress().steps_cached, 2); // COPY and the RUN after it, from an earlier build
+  ASSERT_EQ(output->steps().size(), 4u);
+  EXPECT_EQ(output->steps().back().instruction,
+            "RUN echo \"$GREETING\" > /greeting && cat /greeting");
+  EXPECT_EQ(output->progress().image_id,
+            "393454980bc80cbbe9fbf39953c28a28b1cc4b5c4379301d44c4d27a7e9c1cbe");
+
+  BuildProgress cached = replay(fixture("build-labels-cached.combined"));
+  EXPECT_EQ(cached.steps_run, 4);
+  EXPECT_EQ(cached.steps_cached, 4);
+}
+
 TEST(BuildahEngine, MultiStageBuildReportsTheDockerfileStage) {
   auto output = BuildahEngine("chroot").read_output();
   ASSERT_TRUE(output->feed("[1/2] STEP 2/2: RUN echo a > /a"));

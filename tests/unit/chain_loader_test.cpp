@@ -697,3 +697,37 @@ TEST(LoadChain, LaneErrorsNameTheLineAndTheFix) {
 
 } // namespace
 } // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(LoadChain, PublishNamesAnIndexOfTheLanesFinalImages) {
+  auto chain = load_chain(chain_file("publish"));
+  ASSERT_TRUE(chain) << describe(chain.error());
+  EXPECT_EQ(chain->publish.index, "127.0.0.1:5000/media/app:1.0");
+  EXPECT_FALSE(chain->publish.tls_verify);
+  EXPECT_EQ(chain->gates.final_stage, "app");
+}
+
+TEST(LoadChain, PublishErrorsNameTheLineAndTheFix) {
+  Diagnostics errors = load_errors("publish_errors");
+  std::string file = chain_file("publish_errors");
+  EXPECT_EQ(errors.size(), 3u) << describe(errors);
+  expect_diagnostic(errors, file, 6, 9, "index 'http://registry.example/app' is not a registry",
+                    "host[:port]/repository[:tag]");
+  expect_diagnostic(errors, file, 12, 1,
+                    "lane 'arm64' has no platform, and its 'app' image is an entry of the index",
+                    "platform = ");
+  expect_diagnostic(errors, file, 15, 1, "lanes 'amd64' and 'x86' both build platform linux/amd64",
+                    "limit the lanes of 'app'");
+
+  Diagnostics no_lanes = load_errors("publish_no_lanes");
+  ASSERT_EQ(no_lanes.size(), 1u) << describe(no_lanes);
+  expect_diagnostic(no_lanes, chain_file("publish_no_lanes"), 5, 9,
+                    "an index is assembled from the lanes' final images, and the chain has no "
+                    "[[lane]] tables",
+                    "add a [[lane]] table");
+}
+
+} // namespace
+} // namespace kiln
