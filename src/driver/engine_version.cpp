@@ -1,8 +1,10 @@
 #include "driver/engine_version.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "util/fs.h"
+#include "util/strings.h"
 
 namespace kiln {
 
@@ -49,6 +51,52 @@ tl::expected<EngineVersion, std::string> engine_version(const Engine& engine,
   }
   version.text = *asked;
   return version;
+}
+
+tl::expected<EngineVersions, std::string> engine_versions(const Engine& engine,
+                                                          const std::vector<BuildRequest>& requests,
+                                                          const std::filesystem::path& records) {
+  // Each daemon with the requests it builds, in the order the requests first name them; ""
+  // is the engine's own. To an engine without hosts (buildah) every request is its own.
+  struct Daemon {
+    std::string host;
+    std::unique_ptr<Engine> engine; // nullptr: the engine's own
+    std::vector<BuildRequest> requests;
+  };
+  std::vector<Daemon> daemons;
+  for (const auto& request : requests) {
+    std::unique_ptr<Engine> there = request.host.empty() ? nullptr : engine.on_host(request.host);
+    std::string host = there ? request.host : std::string();
+    auto known = std::find_if(daemons.begin(), daemons.end(),
+                              [&](const Daemon& daemon) { return daemon.host == host; });
+    if (known == daemons.end()) {
+      daemons.push_back({host, std::move(there), {}});
+      known = daemons.end() - 1;
+    }
+    known->requests.push_back(request);
+  }
+  if (daemons.empty()) {
+    daemons.push_back({"", nullptr, {}});
+  }
+  EngineVersions versions;
+  std::vector<std::string> texts;
+  for (const auto& daemon : daemons) {
+    const Engine& asked = daemon.engine ? *daemon.engine : engine;
+    auto version = engine_version(asked, records);
+    if (!version) {
+      return tl::unexpected(version.error());
+    }
+    for (auto& problem : asked.unsupported(daemon.requests, version->text)) {
+      versions.problems.push_back(std::move(problem));
+    }
+    for (auto& warning : asked.version_warnings(daemon.requests, version->text)) {
+      versions.warnings.push_back(std::move(warning));
+    }
+    texts.push_back(daemon.host.empty() ? version->text : daemon.host + ": " + version->text);
+    versions.each.push_back(std::move(*version));
+  }
+  versions.text = versions.each.size() == 1 ? versions.each.front().text : join(texts, "; ");
+  return versions;
 }
 
 void remember_engine_version(const std::filesystem::path& records, const EngineVersion& version) {

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <tl/expected.hpp>
 
@@ -20,6 +21,20 @@ struct EngineVersion {
 /// else engine.version() (its error as it says it).
 tl::expected<EngineVersion, std::string> engine_version(const Engine& engine,
                                                         const std::filesystem::path& records);
+
+/// The versions of every daemon a run's `requests` build on: the engine's own for those that name
+/// no host, each lane's host for its own. Every daemon is asked (or remembered) and its requests
+/// checked against its answer.
+struct EngineVersions {
+  /// What the record says: the one version, or `<host>: <version>` per daemon joined by "; ".
+  std::string text;
+  std::vector<EngineVersion> each;   // one per daemon, the engine's own first
+  std::vector<std::string> problems; // what a daemon's version rejects (Engine::unsupported)
+  std::vector<std::string> warnings; // what could not be checked (Engine::version_warnings)
+};
+tl::expected<EngineVersions, std::string> engine_versions(const Engine& engine,
+                                                          const std::vector<BuildRequest>& requests,
+                                                          const std::filesystem::path& records);
 
 /// Keep an asked-for version for the next run. Only a cache: a failed write costs the next run
 /// its probes, nothing else, so it is not reported.

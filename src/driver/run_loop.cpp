@@ -1417,13 +1417,13 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     return k_exit_ok;
   }
 
-  auto version = engine_version(engine, chain.records);
+  auto version = engine_versions(engine, requests, chain.records);
   std::vector<std::string> version_warnings;
   if (!version) {
     problems.push_back(error_line(version.error()));
   } else {
-    version_warnings = engine.version_warnings(requests, version->text);
-    for (auto& problem : engine.unsupported(requests, version->text)) {
+    version_warnings = version->warnings;
+    for (const auto& problem : version->problems) {
       problems.push_back(error_line(problem));
     }
     auto outside = check_outside_needs(chain, stages, engine);
@@ -1441,7 +1441,10 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   for (const auto& line : mark_abandoned_runs(chain.records)) {
     console.note(line);
   }
-  remember_engine_version(chain.records, *version);
+  if (version->each.size() == 1) {
+    // One daemon, one remembered answer: with several, each is asked every run.
+    remember_engine_version(chain.records, version->each.front());
+  }
   if (auto refreshed = refresh_kiln_tools(chain.records); !refreshed) {
     report({error_line(refreshed.error())}, errors);
     return k_exit_usage;
@@ -1458,7 +1461,7 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     console.note("warning: " + warning);
     folder->log("warning: " + warning);
   }
-  if (version->remembered) {
+  if (version->each.size() == 1 && version->each.front().remembered) {
     folder->log(fmt::format("engine version {}: as an earlier run asked it, and what answered "
                             "is unchanged ({}), so not asked again",
                             version->text, (chain.records / "engine-version").string()));

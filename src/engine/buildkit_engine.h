@@ -80,6 +80,9 @@ public:
   /// buildctl's file and, for a local daemon that is listening, its socket file: a restarted
   /// daemon binds a new one. A tcp:// daemon has none.
   std::string version_key() const override;
+  std::unique_ptr<Engine> on_host(const std::string& host) const override {
+    return std::make_unique<BuildkitEngine>(BuildkitAddress{host, "a [[lane]] host"});
+  }
   std::vector<std::string> unsupported(const std::vector<BuildRequest>& requests,
                                        const std::string& version) const override;
   std::vector<std::string> version_warnings(const std::vector<BuildRequest>& requests,

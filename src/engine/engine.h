@@ -140,6 +140,13 @@ public:
   /// chain's time.
   virtual std::string version_key() const { return {}; }
 
+  /// The same engine building on another daemon (a lane's `host`); nullptr for an engine to
+  /// which a host means nothing (buildah builds on the local host).
+  virtual std::unique_ptr<Engine> on_host(const std::string& host) const {
+    (void)host;
+    return nullptr;
+  }
+
   /// Options in `requests` that the builder at `version` rejects, one message each.
   virtual std::vector<std::string> unsupported(const std::vector<BuildRequest>& requests,
                                                const std::string& version) const {
