@@ -167,6 +167,7 @@ public:
       m_interrupted = true;
     }
     if (!exit.ok()) {
+      keep_tail(output);
       CapturedRun failed{exit, output};
       return tl::unexpected(fmt::format("`{}` failed: {}", quoted_command(argv), failed.failure()));
     }
@@ -174,8 +175,23 @@ public:
   }
 
   bool interrupted() const { return m_interrupted; }
+  const Tail& tail() const { return m_tail; }
 
 private:
+  /// The last lines of a failed command's output, for classification.
+  void keep_tail(const std::string& output) {
+    m_tail.clear();
+    for (const auto& line : split(output, '\n')) {
+      if (!line.empty()) {
+        m_tail.push_back(line);
+      }
+    }
+    if (m_tail.size() > k_failure_tail_lines) {
+      m_tail.erase(m_tail.begin(), m_tail.end() - static_cast<long>(k_failure_tail_lines));
+    }
+  }
+
+  Tail m_tail;
   RecordLog& m_log;
   const CancelToken& m_cancel;
   bool m_interrupted = false;
@@ -201,6 +217,7 @@ IndexPush push_index(const std::string& ref, bool tls_verify, const std::vector<
   auto fail = [&](std::string why) {
     push.failure = std::move(why);
     push.interrupted = tool.interrupted();
+    push.tail = tool.tail();
     remove_lists();
     return push;
   };
@@ -224,14 +241,25 @@ IndexPush push_index(const std::string& ref, bool tls_verify, const std::vector<
     }
     push.lane_digests.push_back(manifest_added_digest(*added));
   }
-  auto digest_file = log.path().parent_path() / "index.digest";
-  auto pushed = tool.run({"buildah", "manifest", "push", "--all", "--format", "oci", tls,
-                          "--digestfile", digest_file.string(), list, "docker://" + ref});
-  if (!pushed) {
+  // Pushed twice: buildah 1.28 exits 0 from a failed push when it is given --digestfile and
+  // prints no error (tests/fixtures/buildah-1.28.2/manifest-push-refused), so the first push,
+  // without it, says whether and why it failed; the second, finding everything there already,
+  // writes the index's digest.
+  std::vector<std::string> argv = {"buildah", "manifest", "push", "--all",          "--format",
+                                   "oci",     tls,        list,   "docker://" + ref};
+  if (auto pushed = tool.run(argv); !pushed) {
     return fail(pushed.error());
   }
+  auto digest_file = log.path().parent_path() / "index.digest";
+  argv.insert(argv.end() - 2, {"--digestfile", digest_file.string()});
+  auto again = tool.run(argv);
   auto digest = read_file(digest_file, 4096);
   push.digest = digest ? std::string(trim(*digest)) : std::string();
+  if (!again || !is_oci_digest(push.digest)) {
+    return fail(fmt::format("the index was pushed, but pushing it again for its digest wrote "
+                            "none: {}",
+                            again ? "the digest file is empty" : again.error()));
+  }
 
   // Read back from the registry: the index it serves must list each lane's image.
   auto fetched =

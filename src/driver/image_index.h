@@ -6,6 +6,7 @@
 
 #include "driver/records.h"
 #include "driver/run_folder.h"
+#include "engine/engine.h"
 #include "engine/image_config.h"
 #include "util/cancel.h"
 
@@ -43,6 +44,7 @@ struct IndexPush {
   bool interrupted = false;
   std::string digest;  // the index's, as pushed
   std::string failure; // why not ok: the command and its last words
+  Tail tail;           // the failing command's last lines, what classification reads
   /// Per lane (in `images` order), the digest its image has in the index.
   std::vector<std::string> lane_digests;
 };

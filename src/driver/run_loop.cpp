@@ -1196,8 +1196,29 @@ void Run::publish_index(const std::vector<const Stage*>& stages) {
   }
   m_console.note(fmt::format("index {}: pushing {} platform(s)", ref, images.size()));
   save();
-  IndexPush push =
-      push_index(ref, m_chain.publish.tls_verify, images, m_record.run_id, *log, m_cancel);
+  // The push is classified and retried like a stage's attempt: a registry's 502 or 429 is a
+  // flake of class registry-network, and the same failure twice is not.
+  IndexPush push;
+  std::optional<Tail> previous;
+  const int attempts = m_chain.defaults.attempts;
+  for (int attempt = 1;; ++attempt) {
+    log->write(fmt::format("[kiln] index push attempt {}/{}\n", attempt, attempts));
+    push = push_index(ref, m_chain.publish.tls_verify, images, m_record.run_id, *log, m_cancel);
+    if (push.ok || push.interrupted) {
+      break;
+    }
+    FailureVerdict verdict = classify_failure(push.tail, previous, attempt, attempts, m_classes);
+    m_folder.log(fmt::format("index {}: push attempt {}/{} failed: {} ({})", ref, attempt, attempts,
+                             push.failure, verdict.reason));
+    if (verdict.verdict != Verdict::retry) {
+      break;
+    }
+    if (!m_clock.sleep_for(cooldown_before(attempt + 1, m_chain.defaults), m_cancel)) {
+      push.interrupted = true;
+      break;
+    }
+    previous = push.tail;
+  }
   for (size_t i = 0; i < push.lane_digests.size(); ++i) {
     index.lanes[i].digest = push.lane_digests[i];
   }

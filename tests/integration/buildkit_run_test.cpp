@@ -772,5 +772,35 @@ TEST(BuildkitRun, BothLanesGreenPushOneIndexOfBothPlatformsAndALaterFailedLaneIs
   EXPECT_EQ(lanes.served(), served);
 }
 
+/// Both lanes green, but no registry answers where the index goes: a refused connection is not
+/// a flake, so the push fails at once, and the run says `failed:index` with the command and its
+/// words, every stage built.
+TEST(BuildkitRun, AnIndexWhoseRegistryRefusesTheConnectionFailsTheRunAsIndex) {
+  ChainDir dir;
+  LocalRegistry registry(dir.path() / "registry");
+  ASSERT_TRUE(registry.ready());
+  TwoLaneChain lanes(dir, registry);
+  std::string chain = dir.read("chain.toml");
+  chain.replace(chain.find(registry.host()), registry.host().size(), "127.0.0.1:9");
+  dir.write("chain.toml", chain);
+  KilnResult run = lanes.run();
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+
+  json manifest = dir.latest_manifest();
+  EXPECT_EQ(manifest["status"], "failed:index");
+  for (const auto& [stage, outcome] : stage_outcomes(manifest)) {
+    EXPECT_EQ(outcome, "built") << stage;
+  }
+  const json& index = manifest["index"];
+  EXPECT_EQ(index["status"], "failed");
+  EXPECT_NE(index["failure"].get<std::string>().find("buildah manifest push"), std::string::npos)
+      << index.dump(2);
+  EXPECT_NE(index["failure"].get<std::string>().find("connection refused"), std::string::npos)
+      << index.dump(2);
+  std::string log = dir.read("records/latest/index.log");
+  EXPECT_NE(log.find("[kiln] index push attempt 1/3"), std::string::npos) << log;
+  EXPECT_EQ(log.find("[kiln] index push attempt 2/3"), std::string::npos) << log;
+}
+
 } // namespace
 } // namespace kiln::testing
