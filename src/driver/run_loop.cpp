@@ -774,9 +774,13 @@ Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
                                                        human_duration(a.seconds), record.failure));
       m_console.failure_tail(outcome.tail, log_path);
       if (!publishing) {
-        salvage_failed_build(
-            {m_chain, m_engine, m_folder, m_console, m_options.no_salvage, [this] { save(); }},
-            stage, request, outcome.finished_build_stages, record);
+        salvage_failed_build({m_chain, m_engine, m_folder, m_console, m_options.no_salvage,
+                              [this] { save(); },
+                              [this](const std::function<void()>& work) {
+                                Unlocked waiting(m_mutex);
+                                work();
+                              }},
+                             stage, request, outcome.finished_build_stages, record);
       }
       return {StageEnd::failed, std::move(outcome)};
     }
