@@ -301,9 +301,28 @@ void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir
         human_duration(run.critical_path_seconds),
         run.critical_path_seconds > 0 ? run.wall_seconds / run.critical_path_seconds : 0.0));
   }
+  if (run.index) {
+    write_out("\n" + index_line(*run.index) + "\n");
+  }
   write_out(
       fmt::format("\nkiln: run {} {}; record: {}\n", run.run_id, run.status, run_dir.string()));
   std::fflush(m_out);
+}
+
+std::string index_line(const IndexRecord& index) {
+  std::vector<std::string> lanes;
+  for (const auto& lane : index.lanes) {
+    std::string seen = lane.image == "stale" && !lane.run_id.empty()
+                           ? fmt::format("stale (run {})", lane.run_id)
+                           : lane.image;
+    lanes.push_back(fmt::format("{} {}", lane.lane, seen));
+  }
+  std::string status = index.status == "pushed" ? "pushed " + index.digest : index.status;
+  std::string line = fmt::format("kiln: index {}: {}; {}", index.ref, status, join(lanes, ", "));
+  if (!index.gates_not_run.empty()) {
+    line += fmt::format("; not run: {}", join(index.gates_not_run, ", "));
+  }
+  return line;
 }
 
 } // namespace kiln

@@ -76,4 +76,7 @@ private:
   std::thread m_ticker;
 };
 
+/// The summary's line for a run's index: its status, each lane's image, what did not run.
+std::string index_line(const IndexRecord& index);
+
 } // namespace kiln

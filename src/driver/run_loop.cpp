@@ -1202,6 +1202,7 @@ void Run::publish_index(const std::vector<const Stage*>& stages) {
   save();
   // The push is classified and retried like a stage's attempt: a registry's 502 or 429 is a
   // flake of class registry-network, and the same failure twice is not.
+  set_stage_phase("index", "index");
   IndexPush push;
   std::optional<Tail> previous;
   const int attempts = m_chain.defaults.attempts;
@@ -1223,6 +1224,7 @@ void Run::publish_index(const std::vector<const Stage*>& stages) {
     }
     previous = push.tail;
   }
+  set_stage_phase("index", "");
   for (size_t i = 0; i < push.lane_digests.size(); ++i) {
     index.lanes[i].digest = push.lane_digests[i];
   }

@@ -729,6 +729,11 @@ TEST(BuildkitRun, BothLanesGreenPushOneIndexOfBothPlatformsAndALaterFailedLaneIs
   const std::string first_run = manifest["run_id"];
   const json& index = manifest["index"];
   EXPECT_EQ(index["status"], "pushed") << index.dump(2);
+  EXPECT_NE(first.output.find("kiln: index " + lanes.index + ": pushed " +
+                              index["digest"].get<std::string>() +
+                              "; amd64 built-this-run, arm64 built-this-run"),
+            std::string::npos)
+      << first.output;
   EXPECT_TRUE(index["digest"].get<std::string>().starts_with("sha256:"));
   ASSERT_EQ(index["gates"].size(), 3u);
   for (const auto& gate : index["gates"]) {
@@ -768,6 +773,12 @@ TEST(BuildkitRun, BothLanesGreenPushOneIndexOfBothPlatformsAndALaterFailedLaneIs
   EXPECT_EQ(blocked["gates"][1]["gate"], "coherence");
   EXPECT_EQ(blocked["gates"][1]["verdict"], "refused");
   EXPECT_EQ(blocked["gates_not_run"], json({"freshness", "push", "read-back"}));
+  // The summary's last word on it names each lane's image.
+  EXPECT_NE(second.output.find("kiln: index " + lanes.index +
+                               ": blocked; amd64 built-this-run, arm64 stale (run " + first_run +
+                               "); not run: freshness, push, read-back"),
+            std::string::npos)
+      << second.output;
   // The registry still serves the first run's good index.
   EXPECT_EQ(lanes.served(), served);
 }
