@@ -154,6 +154,10 @@ struct Stage {
   int min_compile_requests = 0;
   /// Its claim on the job budget against the stages building at the same time.
   int weight = 1;
+  /// A smoke stage's own coverage floors; unset: [smoke]'s. An 11-check self-test and a
+  /// 342-test suite cannot share one floor.
+  std::optional<int> min_passed;
+  std::optional<int> max_skipped;
   /// The Dockerfile as the chain loaded it, read and parsed once: every question a run asks
   /// about it is answered from here. Stages that share a file share one.
   std::shared_ptr<const DockerfileSource> dockerfile_source;

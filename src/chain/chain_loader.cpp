@@ -62,7 +62,7 @@ const std::vector<std::string> k_stage_keys = {
     "needs",         "build_args",     "secrets",    "attempts",       "min_compile_requests",
     "lane",          "cache_local",    "cache_from", "cache_to",       "snapshot_cache_to",
     "disk_floor_gb", "mem_per_job_gb", "kind",       "gate_image_env", "stall_timeout_s",
-    "timeout_s",     "weight",         "lanes"};
+    "timeout_s",     "weight",         "lanes",      "min_passed",     "max_skipped"};
 const char* const k_attempts_hint = "1 means a single attempt and no retry";
 const std::vector<std::string> k_secret_keys = {"id", "env", "file"};
 
@@ -961,6 +961,16 @@ void Loader::read_stage(const toml::table& table) {
   }
   if (const auto* gate = get<bool>(table, where, "gate_image_env")) {
     stage.gate_image_env = gate->get();
+  }
+  stage.min_passed = get_floor(table, where, "min_passed");
+  stage.max_skipped = get_floor(table, where, "max_skipped");
+  for (const char* key : {"min_passed", "max_skipped"}) {
+    if (stage.kind != StageKind::smoke && table.contains(key)) {
+      error(pos(*table.get(key)),
+            fmt::format("'{}' is a smoke stage's coverage floor, and stage '{}' is a build stage",
+                        key, stage.name),
+            "add kind = \"smoke\" to the stage, or leave the floor out");
+    }
   }
   m_chain.stages.push_back(std::move(stage));
   m_sources.push_back(std::move(source));

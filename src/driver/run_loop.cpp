@@ -607,13 +607,13 @@ SmokeVerdict Run::smoke_gate(const Stage& stage, StageRecord& record,
                              const std::filesystem::path& log) {
   auto text = read_file(log);
   SmokeCounts counts = find_test_summaries(text ? split(*text, '\n') : std::vector<std::string>());
-  SmokeVerdict verdict = judge_smoke(counts, m_chain.gates.min_passed, m_chain.gates.max_skipped);
   SmokeRecord smoke;
+  smoke.min_passed = stage.min_passed.value_or(m_chain.gates.min_passed);
+  smoke.max_skipped = stage.max_skipped.value_or(m_chain.gates.max_skipped);
+  SmokeVerdict verdict = judge_smoke(counts, smoke.min_passed, smoke.max_skipped);
   smoke.passed = counts.passed;
   smoke.failed = counts.failed;
   smoke.skipped = counts.skipped;
-  smoke.min_passed = m_chain.gates.min_passed;
-  smoke.max_skipped = m_chain.gates.max_skipped;
   for (const auto& summary : counts.summaries) {
     smoke.summaries.push_back(
         fmt::format("{} line {}: {}", summary.format, summary.line, summary.text));

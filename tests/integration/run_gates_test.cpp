@@ -244,6 +244,51 @@ TEST(RunGates, SmokeFloorsRefuseWithExitThreeAndSayWhichFloor) {
   }
 }
 
+/// A self-test of 11 checks and a suite of 342 tests in one chain: each smoke stage holds its
+/// own floors, and [smoke]'s (here out of reach of both) only covers a stage that sets none.
+void write_two_smoke_chain(const ChainDir& dir, int suite_floor) {
+  dir.write("base.Dockerfile", k_base_dockerfile);
+  dir.write("final.Dockerfile", "FROM base\nRUN echo 1 > /release\n");
+  dir.write("self.Dockerfile", "FROM final\nRUN printf '11 passed, 0 failed, 0 skipped\\n'\n");
+  dir.write("suite.Dockerfile", "FROM final\nRUN printf '342 passed, 0 failed, 2 skipped\\n'\n");
+  write_chain(dir, stage("base") + stage("final", "base") +
+                       stage("self", "final", "kind = \"smoke\"\nmin_passed = 11\n") +
+                       stage("suite", "final",
+                             "kind = \"smoke\"\nmin_passed = " + std::to_string(suite_floor) +
+                                 "\nmax_skipped = 2\n") +
+                       "\n[smoke]\nmin_passed = 1000\n");
+}
+
+TEST(RunGates, EachSmokeStageHoldsItsOwnFloors) {
+  ChainDir dir;
+  write_two_smoke_chain(dir, 300);
+  KilnResult result = dir.kiln({"run", "chain.toml"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  json manifest = dir.latest_manifest();
+  const json& self = find_stage(manifest, "self")->at("smoke");
+  EXPECT_EQ(self["min_passed"], 11);
+  EXPECT_EQ(self["max_skipped"], 0); // [smoke]'s: the stage set none
+  EXPECT_EQ(self["verdict"], "pass");
+  const json& suite = find_stage(manifest, "suite")->at("smoke");
+  EXPECT_EQ(suite["passed"], 342);
+  EXPECT_EQ(suite["min_passed"], 300);
+  EXPECT_EQ(suite["max_skipped"], 2);
+  EXPECT_EQ(suite["verdict"], "pass");
+
+  write_two_smoke_chain(dir, 400);
+  KilnResult refused = dir.kiln({"run", "chain.toml"});
+  EXPECT_EQ(refused.exit_code, 3) << refused.output;
+  json again = dir.latest_manifest();
+  EXPECT_EQ(again["status"], "refused:smoke:suite");
+  EXPECT_EQ(find_stage(again, "self")->at("smoke")["verdict"], "pass");
+  EXPECT_NE(find_stage(again, "suite")
+                ->at("failure")
+                .get<std::string>()
+                .find("342 passed, below the floor min_passed = 400"),
+            std::string::npos)
+      << find_stage(again, "suite")->dump();
+}
+
 TEST(RunGates, FailingSmokeBuildKeepsItsCounts) {
   ChainDir dir;
   write_smoke_chain(dir, "2 passed, 1 failed, 0 skipped\\n", 1);

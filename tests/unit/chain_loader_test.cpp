@@ -731,3 +731,20 @@ TEST(LoadChain, PublishErrorsNameTheLineAndTheFix) {
 
 } // namespace
 } // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(LoadChain, SmokeFloorsOfAStageAreASmokeStagesOnly) {
+  Diagnostics errors = load_errors("smoke_floors_errors");
+  std::string file = chain_file("smoke_floors_errors");
+  EXPECT_EQ(errors.size(), 2u) << describe(errors);
+  expect_diagnostic(errors, file, 7, 14,
+                    "'min_passed' is a smoke stage's coverage floor, and stage 'app' is a build "
+                    "stage",
+                    "add kind = \"smoke\"");
+  expect_diagnostic(errors, file, 14, 15, "must be a count of 0 or more, not -1");
+}
+
+} // namespace
+} // namespace kiln
