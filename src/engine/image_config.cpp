@@ -1,6 +1,7 @@
 #include "engine/image_config.h"
 
 #include <algorithm>
+#include <functional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -172,6 +173,60 @@ std::string manifest_added_digest(std::string_view output) {
     }
   }
   return digest;
+}
+
+tl::expected<std::vector<ImageConfig>, std::string>
+image_configs_from_layout(const std::filesystem::path& layout) {
+  std::vector<ImageConfig> configs;
+  size_t followed = 0;
+  std::string error;
+  // Depth first, so the images come in the order the indexes list them.
+  std::function<bool(const json&, int)> walk = [&](const json& doc, int depth) {
+    if (doc.contains("config")) {
+      auto config_path = blob_path(layout, doc["config"]);
+      auto config = config_path ? read_json(*config_path) : tl::unexpected(config_path.error());
+      if (!config) {
+        error = config.error();
+        return false;
+      }
+      configs.push_back(config_of(*config));
+      return true;
+    }
+    if (!doc.contains("manifests") || !doc["manifests"].is_array() || doc["manifests"].empty()) {
+      error =
+          fmt::format("{} holds no image manifest; is it an OCI image layout?", layout.string());
+      return false;
+    }
+    if (depth >= 8) {
+      error = fmt::format("{}: indexes nest deeper than kiln follows", layout.string());
+      return false;
+    }
+    for (const auto& entry : doc["manifests"]) {
+      if (++followed > k_layout_image_limit) {
+        error = fmt::format("{}: more than {} images; kiln grades no more", layout.string(),
+                            k_layout_image_limit);
+        return false;
+      }
+      auto next_path = blob_path(layout, entry);
+      auto next = next_path ? read_json(*next_path) : tl::unexpected(next_path.error());
+      if (!next) {
+        error = next.error();
+        return false;
+      }
+      if (!walk(*next, depth + 1)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  auto index = read_json(layout / "index.json");
+  if (!index) {
+    return tl::unexpected(index.error());
+  }
+  if (!walk(*index, 0)) {
+    return tl::unexpected(error);
+  }
+  return configs;
 }
 
 ImageConfigRead image_config_from_buildah(const std::string& image) {

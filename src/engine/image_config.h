@@ -46,6 +46,15 @@ ImageEnv image_env(const ImageConfigRead& read);
 ImageConfigRead image_config_from_layout(const std::filesystem::path& layout,
                                          const std::string& digest = {});
 
+/// The config of every image an OCI image layout holds: each manifest index.json names, and
+/// through a nested index (a multi-platform image) each of its manifests, in order. A bounded
+/// walk: indexes nest at most 8 deep and at most k_layout_image_limit descriptors are followed.
+/// An error when any descriptor leads nowhere readable: a platform that cannot be read cannot be
+/// graded.
+constexpr size_t k_layout_image_limit = 256;
+tl::expected<std::vector<ImageConfig>, std::string>
+image_configs_from_layout(const std::filesystem::path& layout);
+
 /// One image of an image index (manifest list): its platform, `os/arch[/variant]`, and digest.
 struct IndexEntry {
   std::string platform;

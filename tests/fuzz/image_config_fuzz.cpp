@@ -50,6 +50,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::filesystem::path layout = scratch.path() / "layout";
 
   grade(image_env(image_config_from_layout(layout)));
+  if (auto configs = image_configs_from_layout(layout)) {
+    if (configs->size() > k_layout_image_limit) {
+      std::abort();
+    }
+    for (const ImageConfig& config : *configs) {
+      grade(config.env);
+    }
+  }
   if (std::string added = manifest_added_digest(fuzz::as_text(data, size));
       !added.empty() && !is_oci_digest(added)) {
     std::abort();

@@ -97,6 +97,22 @@ TEST(ImageEnvGate, ReadsAnOciLayoutAndSaysWhenItCannot) {
   EXPECT_NE(missing.output.find("cannot inspect image"), std::string::npos) << missing.output;
 }
 
+TEST(ImageEnvGate, EveryPlatformOfAMultiPlatformLayoutIsGradedAndNamed) {
+  // Recorded: an index of amd64 (clean) and arm64, whose Env points at a LAN cache. Reading the
+  // first manifest only, the gate passed it.
+  ChainDir dir;
+  std::string multi = std::string(KILN_TEST_FIXTURES) + "/oci-layout/multi";
+  KilnResult result = dir.kiln({"gate", "image-env", multi});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("kiln: refused: linux/arm64: leak-address: CACHE_URL points at "
+                               "10.20.30.40"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("(2 platforms: linux/amd64, linux/arm64) refused; 1 build-host"),
+            std::string::npos)
+      << result.output;
+}
+
 // A layout's files are named by what it says: kiln must not follow a name out of the layout,
 // block on a FIFO, or read a device or a huge file until memory runs out. The layout is a real
 // one (tests/fixtures/oci-layout/leak); each case replaces one file of it.

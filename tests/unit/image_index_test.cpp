@@ -186,6 +186,22 @@ TEST(JudgeIndex, AnImageStampedByThisRunWhoseStageWasNotSelectedIsNotFresh) {
   EXPECT_EQ(verdict.gates_not_run, (std::vector<std::string>{"push", "read-back"}));
 }
 
+TEST(LayoutConfigs, EveryImageOfANestedIndexInOrder) {
+  auto multi = image_configs_from_layout(k_fixtures / "oci-layout" / "multi");
+  ASSERT_TRUE(multi) << multi.error();
+  ASSERT_EQ(multi->size(), 2u);
+  EXPECT_EQ((*multi)[0].platform(), "linux/amd64");
+  EXPECT_EQ((*multi)[1].platform(), "linux/arm64");
+  EXPECT_NE(std::find((*multi)[1].env.begin(), (*multi)[1].env.end(),
+                      "CACHE_URL=https://10.20.30.40/cache"),
+            (*multi)[1].env.end());
+  auto leak = image_configs_from_layout(k_fixtures / "oci-layout" / "leak");
+  ASSERT_TRUE(leak);
+  EXPECT_EQ(leak->size(), 1u);
+  auto none = image_configs_from_layout(k_fixtures / "oci-layout" / "no-such-layout");
+  EXPECT_FALSE(none);
+}
+
 TEST(IndexEntries, TheDigestManifestAddSaysItAddedIsItsLastLines) {
   auto text = read_file(k_fixtures / "buildah-1.28.2" / "manifest-add.out");
   ASSERT_TRUE(text);
