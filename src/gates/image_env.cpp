@@ -12,13 +12,27 @@ namespace {
 // Names that point sccache at a remote store or carry cloud credentials. A trailing `*` makes
 // a prefix; the rest are exact, so SCCACHE_BUCKET does not also refuse SCCACHE_BUCKETS.
 const std::vector<std::string> k_build_host_names = {
-    "SCCACHE_WEBDAV_*",      "SCCACHE_REDIS*",
-    "SCCACHE_BUCKET",        "SCCACHE_ENDPOINT",
-    "SCCACHE_REGION",        "SCCACHE_S3_*",
-    "SCCACHE_GCS_*",         "SCCACHE_AZURE_*",
-    "SCCACHE_MEMCACHED*",    "SCCACHE_MULTILEVEL_CHAIN",
-    "SCCACHE_FORCE_LOCAL",   "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+    "SCCACHE_WEBDAV_*",
+    "SCCACHE_REDIS*",
+    "SCCACHE_BUCKET",
+    "SCCACHE_ENDPOINT",
+    "SCCACHE_REGION",
+    "SCCACHE_S3_*",
+    "SCCACHE_GCS_*",
+    "SCCACHE_AZURE_*",
+    "SCCACHE_MEMCACHED*",
+    "SCCACHE_MULTILEVEL_CHAIN",
+    "SCCACHE_FORCE_LOCAL",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    // The build host's proxies: BuildKit passes these as predefined ARGs precisely so that
+    // they do not persist in the image.
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "FTP_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
 };
 
 constexpr std::string_view k_fix =
@@ -155,6 +169,9 @@ std::optional<std::string_view> ipv4_kind(const std::array<std::uint8_t, 4>& a) 
   if (a[0] == 169 && a[1] == 254) {
     return "link-local";
   }
+  if (a[0] == 100 && (a[1] & 0xc0) == 64) {
+    return "shared (RFC 6598, carrier-grade NAT)";
+  }
   return std::nullopt;
 }
 
@@ -236,6 +253,9 @@ std::optional<std::string_view> refused_address_kind(std::string_view address) {
   }
   if ((g[0] & 0xffc0) == 0xfe80) {
     return "link-local";
+  }
+  if ((g[0] & 0xfe00) == 0xfc00) {
+    return "unique-local (fc00::/7)";
   }
   return std::nullopt;
 }
@@ -323,16 +343,25 @@ std::vector<std::string> host_addresses(std::string_view name, std::string_view 
   return out;
 }
 
+std::string build_host_name_message(std::string_view name, std::string_view pattern) {
+  bool proxy = pattern.size() > 6 && iequals(pattern.substr(pattern.size() - 6), "_PROXY");
+  return proxy ? fmt::format("{} is the build host's proxy setting (matches {}): a consumer "
+                             "would send its traffic through the builder's network; BuildKit "
+                             "and buildah take *_proxy as predefined build args that never "
+                             "persist: {}",
+                             name, pattern, k_fix)
+               : fmt::format("{} is a build-host setting (matches {}): the image would point "
+                             "every consumer at the builder's cache or credentials; {}",
+                             name, pattern, k_fix);
+}
+
 std::vector<EnvFinding> grade_env(const std::vector<std::pair<std::string, std::string>>& env,
                                   const std::vector<std::string>& extra_names) {
   std::vector<EnvFinding> findings;
   for (const auto& [name, value] : env) {
     if (auto pattern = build_host_name(name, extra_names)) {
-      findings.push_back(EnvFinding{
-          name, value, name, "leak-env-name",
-          fmt::format("{} is a build-host setting (matches {}): the image would point every "
-                      "consumer at the builder's cache or credentials; {}",
-                      name, *pattern, k_fix)});
+      findings.push_back(
+          EnvFinding{name, value, name, "leak-env-name", build_host_name_message(name, *pattern)});
       continue;
     }
     for (const auto& address : host_addresses(name, value)) {

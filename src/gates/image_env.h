@@ -19,18 +19,20 @@ namespace kiln {
 /// (tests/fixtures/image-env-cases.json).
 ///
 /// Two rules:
-/// - leak-env-name: a name that configures a remote compile cache or carries cloud credentials
-///   (SCCACHE_WEBDAV_*, SCCACHE_REDIS*, AWS_SECRET_ACCESS_KEY, ...) is refused whatever its
-///   value. Names match case-insensitively, since Windows images treat them so. Container-local
-///   runtime settings (SCCACHE_DIR, SCCACHE_CACHE_SIZE, CCACHE_DIR, ...) are fine.
-/// - leak-address: a private (RFC 1918: 10/8, 172.16/12, 192.168/16) or link-local
-///   (169.254/16, fe80::/10) address in a host position: after `scheme://`, after `@`, after
+/// - leak-env-name: a name that configures a remote compile cache, carries cloud credentials
+///   (SCCACHE_WEBDAV_*, SCCACHE_REDIS*, AWS_SECRET_ACCESS_KEY, ...) or is the build host's proxy
+///   (HTTP_PROXY, HTTPS_PROXY, FTP_PROXY, ALL_PROXY, NO_PROXY) is refused whatever its value. Names
+///   match case-insensitively, since Windows images treat them so. Container-local runtime settings
+///   (SCCACHE_DIR, SCCACHE_CACHE_SIZE, CCACHE_DIR, ...) are fine.
+/// - leak-address: a private (RFC 1918: 10/8, 172.16/12, 192.168/16), shared (RFC 6598:
+///   100.64/10), link-local (169.254/16, fe80::/10) or unique-local (fc00::/7) address in a host
+///   position: after `scheme://`, after `@`, after
 ///   a UNC `\\`, as a whole value or whole list item (split on `,` `;` whitespace), or at the
 ///   start of an item and followed by `:port` or `/`. A dotted quad inside a path or inside
 ///   text (`pkg-10.2.0.1`) is not a host, nor is a whole value under a name containing VERSION.
 ///
 /// Out of scope, deliberately not refused: public addresses (8.8.8.8), loopback (127.0.0.1,
-/// ::1), IPv6 unique-local (fc00::/7), shared (100.64/10), and every hostname, including ones
+/// ::1), and every hostname, including ones
 /// that resolve to a private address (`cache.lan`, `10.0.0.5.nip.io`): the gate reads text and
 /// resolves nothing. Addresses are strict dotted decimal; `010.0.0.5` is not read as one.
 
@@ -52,6 +54,10 @@ std::optional<std::string> build_host_name(std::string_view name,
 /// `name` matters only for the VERSION exemption.
 std::vector<std::string> host_addresses(std::string_view name, std::string_view value);
 
+/// The finding's message for a variable `name` whose name matched `pattern`: what it does to a
+/// consumer (the builder's cache, credentials or proxy) and the fix.
+std::string build_host_name_message(std::string_view name, std::string_view pattern);
+
 /// Every finding for an environment, in its order. A variable with a build-host name yields
 /// that finding only: the fix drops the whole value, so its addresses add nothing.
 std::vector<EnvFinding> grade_env(const std::vector<std::pair<std::string, std::string>>& env,
@@ -70,7 +76,8 @@ std::optional<std::array<std::uint8_t, 4>> parse_ipv4(std::string_view text);
 /// No brackets and no zone.
 std::optional<std::array<std::uint16_t, 8>> parse_ipv6(std::string_view text);
 
-/// "private (RFC 1918)" or "link-local" when `address` (IPv4, IPv6, IPv4-mapped IPv6, an IPv6
+/// "private (RFC 1918)", "shared (RFC 6598, ...)", "link-local" or "unique-local (fc00::/7)" when
+/// `address` (IPv4, IPv6, IPv4-mapped IPv6, an IPv6
 /// zone allowed) is one the gate refuses; nullopt for anything else, including non-addresses.
 std::optional<std::string_view> refused_address_kind(std::string_view address);
 

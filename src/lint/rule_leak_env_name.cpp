@@ -18,12 +18,8 @@ void check_leak_env_name(const LintContext& ctx, std::vector<LintFinding>& out) 
       if (!pattern) {
         continue;
       }
-      out.push_back(make_finding(
-          ctx, ins, arg_column(ins, i), "leak-env-name",
-          fmt::format("{} is a build-host setting (matches {}): the image would point every "
-                      "consumer at the builder's cache or credentials; pass it as an ARG or a "
-                      "build secret (RUN --mount=type=secret), never ENV",
-                      name, *pattern)));
+      out.push_back(make_finding(ctx, ins, arg_column(ins, i), "leak-env-name",
+                                 build_host_name_message(name, *pattern)));
     }
   }
 }

@@ -67,9 +67,10 @@ TEST_P(LintRuleTest, GoodFileYieldsNothing) {
 INSTANTIATE_TEST_SUITE_P(
     LintRules, LintRuleTest,
     ::testing::Values(
-        RuleCase{"leak-env-name", {{"leak-env-name", 2, 5}, {"leak-env-name", 3, 38}}},
+        RuleCase{"leak-env-name",
+                 {{"leak-env-name", 2, 5}, {"leak-env-name", 3, 38}, {"leak-env-name", 4, 5}}},
         RuleCase{"leak-address",
-                 {{"leak-address", 1, 19}, {"leak-address", 3, 22}, {"leak-address", 4, 26}}},
+                 {{"leak-address", 1, 19}, {"leak-address", 3, 22}, {"leak-address", 4, 32}}},
         RuleCase{"leak-env-expansion",
                  {{"leak-env-expansion", 4, 15}, {"leak-env-expansion", 5, 12}}},
         RuleCase{"arg-scope", {{"arg-scope", 4, 26}, {"arg-scope", 6, 12}, {"arg-scope", 7, 28}}},
