@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <unordered_set>
 
 #include <fmt/format.h>
+
+#include "util/pattern.h"
 
 namespace kiln {
 namespace {
@@ -343,6 +346,70 @@ std::vector<std::string> host_addresses(std::string_view name, std::string_view 
   return out;
 }
 
+namespace {
+
+// BuildKit's SecretsUsedInArgOrEnv words, each a whole part of the name (split on anything but
+// letters and digits), so TOKENIZERS_PARALLELISM names no token.
+const std::unordered_set<std::string> k_secret_words = {
+    "apikey",   "auth",  "credential", "credentials", "key",
+    "password", "pword", "passwd",     "secret",      "token"};
+// BuildKit's allow-words (public, file, version) and kiln's: a name that says it holds a path,
+// a location, or a public key's id or fingerprint (GPG_KEY in the official Python images) names
+// no secret.
+const std::unordered_set<std::string> k_not_secret_words = {
+    "public", "file", "version", "path",        "dir", "url", "uri",  "endpoint", "name",
+    "type",   "id",   "ids",     "fingerprint", "gpg", "pgp", "size", "length"};
+
+struct SecretShape {
+  const char* what;
+  Pattern pattern;
+};
+
+// Secrets by the shape of their value, under any name; each vendor's documented prefix.
+const std::vector<SecretShape>& secret_shapes() {
+  static const std::vector<SecretShape> shapes = {
+      {"a GitHub token", Pattern::builtin(R"(\b(?:ghp|gho|ghs|ghu|ghr)_[A-Za-z0-9]{36,})")},
+      {"a GitHub token", Pattern::builtin(R"(\bgithub_pat_[A-Za-z0-9_]{22,})")},
+      {"a GitLab token", Pattern::builtin(R"(\bglpat-[A-Za-z0-9_-]{20,})")},
+      {"an AWS access key id", Pattern::builtin(R"(\b(?:AKIA|ASIA)[A-Z0-9]{16}\b)")},
+      {"a Slack token", Pattern::builtin(R"(\bxox[abpr]-[A-Za-z0-9-]{10,})")},
+      {"a PEM private key", Pattern::builtin(R"(-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----)")},
+      {"a password in a URL", Pattern::builtin(R"([A-Za-z][A-Za-z0-9+.-]*://[^/@\s:]*:[^/@\s]+@)")},
+  };
+  return shapes;
+}
+
+/// A secret is never printed whole: its first 4 characters and its length.
+std::string redacted(std::string_view secret) {
+  return fmt::format("{}… ({} characters)", secret.substr(0, 4), secret.size());
+}
+
+/// The word of k_secret_words `name` holds as a part, unless a part says it is no secret.
+std::optional<std::string> secret_word(std::string_view name) {
+  std::optional<std::string> found;
+  std::string part;
+  auto end_part = [&]() -> bool {
+    if (k_not_secret_words.count(part) != 0) {
+      return false;
+    }
+    if (!found && k_secret_words.count(part) != 0) {
+      found = part;
+    }
+    part.clear();
+    return true;
+  };
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) != 0) {
+      part += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (!end_part()) {
+      return std::nullopt;
+    }
+  }
+  return end_part() ? found : std::nullopt;
+}
+
+} // namespace
+
 std::string build_host_name_message(std::string_view name, std::string_view pattern) {
   bool proxy = pattern.size() > 6 && iequals(pattern.substr(pattern.size() - 6), "_PROXY");
   return proxy ? fmt::format("{} is the build host's proxy setting (matches {}): a consumer "
@@ -364,6 +431,15 @@ std::vector<EnvFinding> grade_env(const std::vector<std::pair<std::string, std::
           EnvFinding{name, value, name, "leak-env-name", build_host_name_message(name, *pattern)});
       continue;
     }
+    if (auto word = secret_word(name); word && !value.empty()) {
+      findings.push_back(EnvFinding{
+          name, value, name, "leak-secret",
+          fmt::format("{} is named like a secret ('{}'): its value, {}, ships in the image's "
+                      "config to every consumer; pass it to the build as a build secret "
+                      "(RUN --mount=type=secret), never ENV or ARG",
+                      name, *word, redacted(value))});
+      continue;
+    }
     for (const auto& address : host_addresses(name, value)) {
       auto kind = refused_address_kind(address).value_or("private");
       findings.push_back(EnvFinding{
@@ -371,6 +447,16 @@ std::vector<EnvFinding> grade_env(const std::vector<std::pair<std::string, std::
           fmt::format("{} points at {}, a {} address of the build network that no consumer "
                       "can reach; {}",
                       name, address, kind, k_fix)});
+    }
+    for (const auto& shape : secret_shapes()) {
+      if (auto match = shape.pattern.find(value)) {
+        findings.push_back(EnvFinding{
+            name, value, redacted(*match), "leak-secret",
+            fmt::format("{} holds {}, {}, which ships in the image's config to every consumer; "
+                        "pass it to the build as a build secret (RUN --mount=type=secret), "
+                        "never ENV or ARG",
+                        name, shape.what, redacted(*match))});
+      }
     }
   }
   return findings;

@@ -18,7 +18,7 @@ namespace kiln {
 /// defaults) and the gate over a built image's config Env, from one case file
 /// (tests/fixtures/image-env-cases.json).
 ///
-/// Two rules:
+/// Three rules:
 /// - leak-env-name: a name that configures a remote compile cache, carries cloud credentials
 ///   (SCCACHE_WEBDAV_*, SCCACHE_REDIS*, AWS_SECRET_ACCESS_KEY, ...) or is the build host's proxy
 ///   (HTTP_PROXY, HTTPS_PROXY, FTP_PROXY, ALL_PROXY, NO_PROXY) is refused whatever its value. Names
@@ -31,6 +31,11 @@ namespace kiln {
 ///   start of an item and followed by `:port` or `/`. A dotted quad inside a path or inside
 ///   text (`pkg-10.2.0.1`) is not a host, nor is a whole value under a name containing VERSION.
 ///
+/// - leak-secret: a secret, by name (BuildKit's SecretsUsedInArgOrEnv words as whole parts of
+///   the name, with its allow-words and kiln's) or by the shape of its value (vendor token
+///   prefixes, AWS key ids, a PEM private key, a password in a URL); a message shows a secret as
+///   its first 4 characters and its length, never whole.
+///
 /// Out of scope, deliberately not refused: public addresses (8.8.8.8), loopback (127.0.0.1,
 /// ::1), and every hostname, including ones
 /// that resolve to a private address (`cache.lan`, `10.0.0.5.nip.io`): the gate reads text and
@@ -40,7 +45,7 @@ struct EnvFinding {
   std::string name;
   std::string value;
   std::string offending; // the matched address, or the variable's name
-  std::string rule;      // "leak-env-name" or "leak-address"
+  std::string rule;      // "leak-env-name", "leak-address" or "leak-secret"
   std::string message;   // names the variable and the offending part, and how to fix it
 };
 

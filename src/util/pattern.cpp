@@ -44,6 +44,15 @@ bool Pattern::search(std::string_view text) const {
   return RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *m_re);
 }
 
+std::optional<std::string_view> Pattern::find(std::string_view text) const {
+  re2::StringPiece match;
+  if (!m_re->Match(re2::StringPiece(text.data(), text.size()), 0, text.size(), RE2::UNANCHORED,
+                   &match, 1)) {
+    return std::nullopt;
+  }
+  return std::string_view(match.data(), match.size());
+}
+
 std::string Pattern::replace_all(std::string_view text, std::string_view rewrite) const {
   std::string out(text);
   RE2::GlobalReplace(&out, *m_re, re2::StringPiece(rewrite.data(), rewrite.size()));

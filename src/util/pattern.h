@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -35,6 +36,8 @@ public:
 
   /// Whether the pattern matches anywhere in `text`.
   bool search(std::string_view text) const;
+  /// The first match in `text`, a view into it; nullopt when there is none.
+  std::optional<std::string_view> find(std::string_view text) const;
   /// `text` with every match replaced by `rewrite` (`\1` names a group).
   std::string replace_all(std::string_view text, std::string_view rewrite) const;
   const std::string& source() const { return m_source; }

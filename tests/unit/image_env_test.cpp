@@ -61,6 +61,26 @@ TEST(ImageEnvCases, EachCaseGradedAloneMatchesItsVerdict) {
   }
 }
 
+TEST(ImageEnvSecrets, AMessageNeverPrintsTheSecretWhole) {
+  const std::string token = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8";
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, std::string>>{{"GITHUB_TOKEN", token},
+                                                        {"CI_BOOTSTRAP", "x " + token + " y"},
+                                                        {"DB_PASSWORD", "correct horse battery"},
+                                                        {"MIRROR", "https://ci:hunter2@host/"}}) {
+    SCOPED_TRACE(name);
+    auto findings = grade_env({{name, value}}, {});
+    ASSERT_FALSE(findings.empty());
+    for (const auto& finding : findings) {
+      EXPECT_EQ(finding.rule, "leak-secret");
+      EXPECT_EQ(finding.message.find(value), std::string::npos) << finding.message;
+      EXPECT_EQ(finding.message.find(token), std::string::npos) << finding.message;
+      EXPECT_EQ(finding.message.find("hunter2"), std::string::npos) << finding.message;
+      EXPECT_NE(finding.message.find("characters)"), std::string::npos) << finding.message;
+    }
+  }
+}
+
 TEST(ImageEnvNames, ExtraNamesAreExactOrPrefix) {
   std::vector<std::string> extra = {"KILN_LAN_*", "BUILD_NAS"};
   EXPECT_EQ(build_host_name("KILN_LAN_PROXY", extra), "KILN_LAN_*");
