@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "util/fs.h"
 #include "util/strings.h"
 
@@ -56,27 +58,32 @@ tl::expected<EngineVersion, std::string> engine_version(const Engine& engine,
 tl::expected<EngineVersions, std::string> engine_versions(const Engine& engine,
                                                           const std::vector<BuildRequest>& requests,
                                                           const std::filesystem::path& records) {
-  // Each daemon with the requests it builds, in the order the requests first name them; ""
-  // is the engine's own. To an engine without hosts (buildah) every request is its own.
+  // Each daemon (its address and TLS files) with the requests it builds, in the order the
+  // requests first name them; "" is the engine's own. To an engine without hosts (buildah)
+  // every request is its own.
   struct Daemon {
     std::string host;
+    std::string key;                // the address and the TLS files: what the probe connects with
     std::unique_ptr<Engine> engine; // nullptr: the engine's own
     std::vector<BuildRequest> requests;
   };
   std::vector<Daemon> daemons;
   for (const auto& request : requests) {
-    std::unique_ptr<Engine> there = request.host.empty() ? nullptr : engine.on_host(request.host);
+    std::unique_ptr<Engine> there = request.host.empty() ? nullptr : engine.on_host(request);
     std::string host = there ? request.host : std::string();
+    std::string key = there ? fmt::format("{} {} {} {}", request.host, request.tls_ca.string(),
+                                          request.tls_cert.string(), request.tls_key.string())
+                            : std::string();
     auto known = std::find_if(daemons.begin(), daemons.end(),
-                              [&](const Daemon& daemon) { return daemon.host == host; });
+                              [&](const Daemon& daemon) { return daemon.key == key; });
     if (known == daemons.end()) {
-      daemons.push_back({host, std::move(there), {}});
+      daemons.push_back({host, key, std::move(there), {}});
       known = daemons.end() - 1;
     }
     known->requests.push_back(request);
   }
   if (daemons.empty()) {
-    daemons.push_back({"", nullptr, {}});
+    daemons.push_back({"", "", nullptr, {}});
   }
   EngineVersions versions;
   std::vector<std::string> texts;

@@ -28,7 +28,7 @@ tl::expected<EngineVersion, std::string> engine_version(const Engine& engine,
 struct EngineVersions {
   /// What the record says: the one version, or `<host>: <version>` per daemon joined by "; ".
   std::string text;
-  std::vector<EngineVersion> each;   // one per daemon, the engine's own first
+  std::vector<EngineVersion> each;   // one per daemon, in the order the requests name them
   std::vector<std::string> problems; // what a daemon's version rejects (Engine::unsupported)
   std::vector<std::string> warnings; // what could not be checked (Engine::version_warnings)
 };

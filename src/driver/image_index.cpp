@@ -151,14 +151,18 @@ namespace {
 /// Runs the buildah commands of one index push, each logged with its output.
 class ManifestTool {
 public:
-  ManifestTool(RecordLog& log, const CancelToken& cancel) : m_log(log), m_cancel(cancel) {}
+  ManifestTool(RecordLog& log, const BuildLimits& limits) : m_log(log), m_limits(limits) {}
 
-  /// The command's output, or why it failed.
-  tl::expected<std::string, std::string> run(const std::vector<std::string>& argv) {
+  /// The command's output, or why it failed. `cleanup`: run even once the push was cancelled,
+  /// as what removes the local lists must.
+  tl::expected<std::string, std::string> run(const std::vector<std::string>& argv,
+                                             bool cleanup = false) {
     m_log.write("$ " + quoted_command(argv) + "\n");
     std::string output;
     ProcessSpec spec{argv};
-    spec.cancel = &m_cancel;
+    static const CancelToken never;
+    spec.cancel = cleanup ? &never : m_limits.cancel;
+    spec.stall_timeout = cleanup ? std::chrono::milliseconds(0) : m_limits.stall_timeout;
     ProcessExit exit = run_process(spec, [&](std::string_view chunk) {
       output.append(chunk);
       m_log.write(chunk);
@@ -193,24 +197,24 @@ private:
 
   Tail m_tail;
   RecordLog& m_log;
-  const CancelToken& m_cancel;
+  const BuildLimits& m_limits;
   bool m_interrupted = false;
 };
 
 } // namespace
 
 IndexPush push_index(const std::string& ref, bool tls_verify, const std::vector<LaneImage>& images,
-                     const std::string& run_id, RecordLog& log, const CancelToken& cancel) {
+                     const std::string& run_id, RecordLog& log, const BuildLimits& limits) {
   IndexPush push;
-  ManifestTool tool(log, cancel);
-  // Local list names of this run's own: a list left by a killed run is removed first.
+  ManifestTool tool(log, limits);
+  // Local list names of this run's own (an attempt before this one may have left them).
   const std::string list = "kiln-index-" + lower(run_id);
   const std::string readback = list + "-readback";
   const std::string tls = fmt::format("--tls-verify={}", tls_verify ? "true" : "false");
   auto remove_lists = [&] {
     for (const auto& name : {list, readback}) {
-      if (run_captured({"buildah", "manifest", "exists", name}).exit.ok()) {
-        (void)tool.run({"buildah", "manifest", "rm", name});
+      if (run_process({{"buildah", "manifest", "exists", name}}, [](std::string_view) {}).ok()) {
+        (void)tool.run({"buildah", "manifest", "rm", name}, true);
       }
     }
   };
@@ -251,6 +255,8 @@ IndexPush push_index(const std::string& ref, bool tls_verify, const std::vector<
     return fail(pushed.error());
   }
   auto digest_file = log.path().parent_path() / "index.digest";
+  std::error_code ignored;
+  std::filesystem::remove(digest_file, ignored); // an earlier attempt's must not answer for this
   argv.insert(argv.end() - 2, {"--digestfile", digest_file.string()});
   auto again = tool.run(argv);
   auto digest = read_file(digest_file, 4096);

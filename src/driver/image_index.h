@@ -51,8 +51,9 @@ struct IndexPush {
 
 /// Assemble the index from `images` with `buildah manifest`, push it to `ref` and read it back
 /// from the registry, which must list every lane's platform with the digest added for it. Every
-/// command and its output go to `log`; `cancel` stops the command running.
+/// command and its output go to `log`; `limits` (its token and stall limit) stop the command
+/// running. The local lists are removed however it ends.
 IndexPush push_index(const std::string& ref, bool tls_verify, const std::vector<LaneImage>& images,
-                     const std::string& run_id, RecordLog& log, const CancelToken& cancel);
+                     const std::string& run_id, RecordLog& log, const BuildLimits& limits);
 
 } // namespace kiln

@@ -1152,7 +1152,7 @@ void Run::publish_index(const std::vector<const Stage*>& stages) {
   }
   IndexRecord& index = m_record.index.emplace();
   index.ref = ref;
-  if (m_interrupted || interrupt_signal() != 0) {
+  if (m_interrupted || interrupt_signal() != 0 || m_cancel.cancelled()) {
     index.status = "interrupted";
     index.gates_not_run = {"completeness", "coherence", "freshness", "push", "read-back"};
     m_folder.log(fmt::format("index {}: not assembled, the run was interrupted", ref));
@@ -1206,9 +1206,12 @@ void Run::publish_index(const std::vector<const Stage*>& stages) {
   IndexPush push;
   std::optional<Tail> previous;
   const int attempts = m_chain.defaults.attempts;
+  // The stages' threads have ended, and with them the watch that turns Ctrl-C into the run's
+  // token: the push watches Ctrl-C itself, and a registry that stops answering is a stall.
+  BuildLimits limits{{}, m_chain.defaults.stall_timeout, &interrupt_token()};
   for (int attempt = 1;; ++attempt) {
     log->write(fmt::format("[kiln] index push attempt {}/{}\n", attempt, attempts));
-    push = push_index(ref, m_chain.publish.tls_verify, images, m_record.run_id, *log, m_cancel);
+    push = push_index(ref, m_chain.publish.tls_verify, images, m_record.run_id, *log, limits);
     if (push.ok || push.interrupted) {
       break;
     }
@@ -1218,7 +1221,7 @@ void Run::publish_index(const std::vector<const Stage*>& stages) {
     if (verdict.verdict != Verdict::retry) {
       break;
     }
-    if (!m_clock.sleep_for(cooldown_before(attempt + 1, m_chain.defaults), m_cancel)) {
+    if (!m_clock.sleep_for(cooldown_before(attempt + 1, m_chain.defaults), interrupt_token())) {
       push.interrupted = true;
       break;
     }

@@ -176,11 +176,26 @@ BuildkitAddress resolve_buildkit_address(const std::string& chain_host) {
   return {"", "buildctl's default"};
 }
 
+std::vector<std::string> BuildkitAddress::flags() const {
+  std::vector<std::string> flags;
+  if (address.empty()) {
+    return flags;
+  }
+  flags = {"--addr", address};
+  for (const auto& [flag, file] :
+       {std::pair{"--tlscacert", &tls_ca}, std::pair{"--tlscert", &tls_cert},
+        std::pair{"--tlskey", &tls_key}}) {
+    if (!file->empty()) {
+      flags.insert(flags.end(), {flag, file->string()});
+    }
+  }
+  return flags;
+}
+
 std::vector<std::string> BuildkitEngine::command(std::initializer_list<std::string> args) const {
   std::vector<std::string> argv = {"buildctl"};
-  if (!m_address.address.empty()) {
-    argv.insert(argv.end(), {"--addr", m_address.address});
-  }
+  std::vector<std::string> connect = m_address.flags();
+  argv.insert(argv.end(), connect.begin(), connect.end());
   argv.insert(argv.end(), args);
   return argv;
 }
@@ -331,18 +346,12 @@ std::vector<std::string> BuildkitEngine::build_argv(const BuildRequest& request)
   std::vector<std::string> argv = {"buildctl"};
   auto add = [&](std::initializer_list<std::string> words) { argv.insert(argv.end(), words); };
   // A lane's daemon, else the engine's.
-  if (!request.host.empty()) {
-    add({"--addr", request.host});
-    for (const auto& [flag, file] :
-         {std::pair{"--tlscacert", &request.tls_ca}, std::pair{"--tlscert", &request.tls_cert},
-          std::pair{"--tlskey", &request.tls_key}}) {
-      if (!file->empty()) {
-        add({flag, file->string()});
-      }
-    }
-  } else if (!m_address.address.empty()) {
-    add({"--addr", m_address.address});
-  }
+  std::vector<std::string> connect =
+      request.host.empty()
+          ? m_address.flags()
+          : BuildkitAddress{request.host, "", request.tls_ca, request.tls_cert, request.tls_key}
+                .flags();
+  argv.insert(argv.end(), connect.begin(), connect.end());
   add({"build", "--frontend", "dockerfile.v0"});
   add({"--local", "context=" + request.context.string()});
   add({"--local", "dockerfile=" + request.dockerfile.parent_path().string()});

@@ -58,8 +58,18 @@ struct BuildkitVersionCheck {
 
 /// Where buildctl connects and who said so: BUILDKIT_HOST wins over the chain file.
 struct BuildkitAddress {
+  BuildkitAddress() = default;
+  BuildkitAddress(std::string address, std::string source, std::filesystem::path ca = {},
+                  std::filesystem::path cert = {}, std::filesystem::path key = {})
+      : address(std::move(address)), source(std::move(source)), tls_ca(std::move(ca)),
+        tls_cert(std::move(cert)), tls_key(std::move(key)) {}
+
   std::string address; // empty: buildctl's own default
   std::string source;  // "BUILDKIT_HOST", "[engine.buildkit] host" or "buildctl's default"
+  std::filesystem::path tls_ca, tls_cert, tls_key; // a lane's, for a tcp:// daemon; "" none
+
+  /// `--addr A` and the TLS flags buildctl connects with; nothing for buildctl's default.
+  std::vector<std::string> flags() const;
 
   /// The address as a person should read it.
   std::string shown() const;
@@ -80,8 +90,9 @@ public:
   /// buildctl's file and, for a local daemon that is listening, its socket file: a restarted
   /// daemon binds a new one. A tcp:// daemon has none.
   std::string version_key() const override;
-  std::unique_ptr<Engine> on_host(const std::string& host) const override {
-    return std::make_unique<BuildkitEngine>(BuildkitAddress{host, "a [[lane]] host"});
+  std::unique_ptr<Engine> on_host(const BuildRequest& request) const override {
+    return std::make_unique<BuildkitEngine>(BuildkitAddress{
+        request.host, "a [[lane]] host", request.tls_ca, request.tls_cert, request.tls_key});
   }
   std::vector<std::string> unsupported(const std::vector<BuildRequest>& requests,
                                        const std::string& version) const override;

@@ -140,10 +140,10 @@ public:
   /// chain's time.
   virtual std::string version_key() const { return {}; }
 
-  /// The same engine building on another daemon (a lane's `host`); nullptr for an engine to
-  /// which a host means nothing (buildah builds on the local host).
-  virtual std::unique_ptr<Engine> on_host(const std::string& host) const {
-    (void)host;
+  /// The same engine on the daemon `request` builds on (a lane's `host`, with its TLS files);
+  /// nullptr for an engine to which a host means nothing (buildah builds on the local host).
+  virtual std::unique_ptr<Engine> on_host(const BuildRequest& request) const {
+    (void)request;
     return nullptr;
   }
 

@@ -434,4 +434,22 @@ TEST(BuildkitOutput, QuotedCommandsAreLeftOut) {
 }
 
 } // namespace
+TEST(BuildkitEngine, ALanesDaemonIsProbedWithTheLanesTlsFiles) {
+  BuildRequest request;
+  request.host = "tcp://arm-builder.example:1234";
+  request.tls_ca = "/tls/ca.pem";
+  request.tls_cert = "/tls/cert.pem";
+  request.tls_key = "/tls/key.pem";
+  std::unique_ptr<Engine> there = BuildkitEngine({}).on_host(request);
+  auto* daemon = dynamic_cast<BuildkitEngine*>(there.get());
+  ASSERT_NE(daemon, nullptr);
+  // The probe connects as the lane's builds do: an mTLS daemon refuses a probe without them.
+  EXPECT_EQ(daemon->command({"debug", "info"}),
+            (std::vector<std::string>{"buildctl", "--addr", "tcp://arm-builder.example:1234",
+                                      "--tlscacert", "/tls/ca.pem", "--tlscert", "/tls/cert.pem",
+                                      "--tlskey", "/tls/key.pem", "debug", "info"}));
+  std::vector<std::string> argv = BuildkitEngine({}).build_argv(request);
+  EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.begin() + 9), daemon->command({}));
+}
+
 } // namespace kiln

@@ -107,8 +107,8 @@ public:
     }
     return "v-" + (m_host.empty() ? std::string("own") : m_host);
   }
-  std::unique_ptr<Engine> on_host(const std::string& host) const override {
-    return std::make_unique<HostedEngine>(host, m_down, m_asked);
+  std::unique_ptr<Engine> on_host(const BuildRequest& request) const override {
+    return std::make_unique<HostedEngine>(request.host, m_down, m_asked);
   }
   std::vector<std::string> unsupported(const std::vector<BuildRequest>& requests,
                                        const std::string& version) const override {
