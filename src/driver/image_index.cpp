@@ -68,12 +68,16 @@ GateRecord gate(const std::string& name, const std::string& ref,
   return record;
 }
 
-std::vector<std::string> completeness(const std::vector<IndexLaneRecord>& lanes) {
+std::vector<std::string> completeness(const std::vector<LaneImage>& images,
+                                      const std::vector<IndexLaneRecord>& lanes) {
   std::vector<std::string> findings;
-  for (const auto& lane : lanes) {
-    if (lane.image == "missing") {
-      findings.push_back(
-          fmt::format("lane {}: no image of {}: {}", lane.lane, lane.stage, lane.detail));
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    if (lanes[i].image == "missing") {
+      findings.push_back(fmt::format("lane {}: no image of {}: {}", lanes[i].lane, lanes[i].stage,
+                                     lanes[i].detail));
+    }
+    for (const auto& unfinished : images[i].unfinished) {
+      findings.push_back(fmt::format("lane {}: {}", lanes[i].lane, unfinished));
     }
   }
   return findings;
@@ -94,7 +98,7 @@ std::vector<std::string> coherence(const std::vector<LaneImage>& images,
                         : fmt::format("lane {}: its image is stamped with run {}, not this run",
                                       image.lane, stamp));
     }
-    if (config.platform() != image.platform) {
+    if (!same_platform(config.platform(), image.platform)) {
       findings.push_back(fmt::format("lane {}: its image is for {}, and the lane builds {}",
                                      image.lane, config.platform(), image.platform));
     }
@@ -133,7 +137,7 @@ IndexVerdict judge_index(const std::string& ref, const std::vector<LaneImage>& i
   }
   const std::vector<std::string> order = {"completeness", "coherence", "freshness"};
   for (size_t i = 0; i < order.size(); ++i) {
-    std::vector<std::string> findings = i == 0   ? completeness(verdict.lanes)
+    std::vector<std::string> findings = i == 0   ? completeness(images, verdict.lanes)
                                         : i == 1 ? coherence(images, run_id)
                                                  : freshness(verdict.lanes);
     verdict.gates.push_back(gate(order[i], ref, std::move(findings)));
@@ -282,7 +286,7 @@ IndexPush push_index(const std::string& ref, bool tls_verify, const std::vector<
   for (size_t i = 0; i < images.size(); ++i) {
     const std::string platform = images[i].config->platform();
     bool listed = std::any_of(served.begin(), served.end(), [&](const IndexEntry& entry) {
-      return entry.platform == platform && entry.digest == push.lane_digests[i];
+      return same_platform(entry.platform, platform) && entry.digest == push.lane_digests[i];
     });
     if (!listed) {
       wrong.push_back(fmt::format("{} ({} {})", images[i].lane, platform, push.lane_digests[i]));

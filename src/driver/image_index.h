@@ -22,6 +22,9 @@ struct LaneImage {
   std::string outcome;
   ImageConfigRead config; // the image in its place, or why there is none
   std::string source;     // where `buildah manifest add` reads it
+  /// The lane's other stages this run that failed, were refused or were interrupted, `<stage>
+  /// ended <outcome>`: a lane whose smoke stage failed has not shipped a tested image.
+  std::vector<std::string> unfinished = {};
 };
 
 /// The index's gates over the lanes' images, in order: completeness (every lane has an image),

@@ -1163,9 +1163,20 @@ void Run::publish_index(const std::vector<const Stage*>& stages) {
   for (const Stage* stage : finals) {
     const StageRecord* record = m_record.find_stage(stage->name);
     NamedContext context = stage_context(m_chain, *stage);
+    // A stage of the lane that failed, was refused or stopped on its own (one skipped because
+    // another did is told by that one, or by the final image itself being stale or missing).
+    std::vector<std::string> unfinished;
+    for (const auto& other : m_record.stages) {
+      if (other.lane == stage->lane && other.name != stage->name && other.outcome != "built" &&
+          other.outcome != "reused" && !other.outcome.starts_with("skipped")) {
+        unfinished.push_back(fmt::format("{} ended {}", other.name,
+                                         other.outcome.empty() ? other.status : other.outcome));
+      }
+    }
     images.push_back({stage->lane, stage->name, m_chain.find_lane(stage->lane)->platform,
                       record != nullptr ? record->outcome : std::string(),
-                      m_engine.stage_image_config(context), m_engine.stage_image_source(context)});
+                      m_engine.stage_image_config(context), m_engine.stage_image_source(context),
+                      std::move(unfinished)});
   }
   IndexVerdict verdict = judge_index(ref, images, m_record.run_id);
   index.lanes = verdict.lanes;
@@ -1455,6 +1466,16 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     version_warnings = version->warnings;
     for (const auto& problem : version->problems) {
       problems.push_back(error_line(problem));
+    }
+    if (!chain.publish.index.empty()) {
+      // The index is assembled with buildah whatever the engine: a host without it would learn
+      // so only after every stage built.
+      if (CapturedRun buildah = run_captured({"buildah", "--version"}); !buildah.exit.ok()) {
+        problems.push_back(error_line(fmt::format(
+            "[publish] index is assembled and pushed with `buildah manifest`, and buildah is not "
+            "usable ({}); install buildah (Debian: apt-get install buildah)",
+            buildah.failure())));
+      }
     }
     auto outside = check_outside_needs(chain, stages, engine);
     problems.insert(problems.end(), outside.begin(), outside.end());

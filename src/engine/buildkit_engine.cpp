@@ -441,6 +441,11 @@ ImageConfigRead BuildkitEngine::stage_image_config(const NamedContext& context) 
                                       context.name, context.metadata.string()));
   }
   if (!context.pushed.empty()) {
+    // A gated image (the final stage's) is built to its layout before its push, so that copy
+    // is there to read; its pushed digest may differ (the registry's media types).
+    if (has_local_copy(context)) {
+      return image_config_from_layout(context.layout);
+    }
     return tl::unexpected(fmt::format(
         "stage '{}' was handed over through the registry ({}@{}) and kiln reads image configs "
         "from OCI layouts only; rebuild it in this run, where its Dockerfile is linted first",
@@ -449,9 +454,14 @@ ImageConfigRead BuildkitEngine::stage_image_config(const NamedContext& context) 
   return image_config_from_layout(context.layout, digest);
 }
 
+bool BuildkitEngine::has_local_copy(const NamedContext& context) {
+  std::error_code ignored;
+  return std::filesystem::is_regular_file(context.layout / "index.json", ignored);
+}
+
 std::string BuildkitEngine::stage_image_source(const NamedContext& context) const {
   std::string digest = metadata_digest(context.metadata);
-  if (!context.pushed.empty()) {
+  if (!context.pushed.empty() && !has_local_copy(context)) {
     return fmt::format("docker://{}@{}", context.pushed, digest);
   }
   // The oci: transport picks an image by its ref.name; a stage's layout holds its one image.

@@ -119,6 +119,9 @@ public:
   std::vector<std::string> command(std::initializer_list<std::string> args) const;
 
 private:
+  /// Whether the layout of a stage handed over through the registry holds its gated copy.
+  static bool has_local_copy(const NamedContext& context);
+
   BuildkitAddress m_address;
 };
 

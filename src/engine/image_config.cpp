@@ -85,6 +85,14 @@ bool is_oci_digest(std::string_view digest) {
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
+bool same_platform(std::string_view a, std::string_view b) {
+  auto normal = [](std::string_view platform) {
+    constexpr std::string_view k_v8 = "/arm64/v8";
+    return platform.ends_with(k_v8) ? platform.substr(0, platform.size() - 3) : platform;
+  };
+  return normal(a) == normal(b);
+}
+
 ImageEnv image_env(const ImageConfigRead& read) {
   return read.map([](const ImageConfig& config) { return config.env; });
 }

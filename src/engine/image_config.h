@@ -33,6 +33,10 @@ struct ImageConfig {
 
 using ImageConfigRead = tl::expected<ImageConfig, std::string>;
 
+/// Whether two `os/arch[/variant]` name one platform: arm64 without a variant is arm64/v8, as
+/// containerd matches them (builders write either).
+bool same_platform(std::string_view a, std::string_view b);
+
 /// An image config's Env entries (`NAME=value`), or why they could not be read.
 using ImageEnv = tl::expected<std::vector<std::string>, std::string>;
 

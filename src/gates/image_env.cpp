@@ -379,9 +379,18 @@ const std::vector<SecretShape>& secret_shapes() {
   return shapes;
 }
 
-/// A secret is never printed whole: its first 4 characters and its length.
+/// A secret is never printed whole: its length, and its first 4 characters when they are at
+/// most a third of it and plain ASCII (a vendor prefix says which secret; a short password
+/// would be half told).
 std::string redacted(std::string_view secret) {
-  return fmt::format("{}… ({} characters)", secret.substr(0, 4), secret.size());
+  std::string_view head = secret.substr(0, 4);
+  bool ascii = std::all_of(head.begin(), head.end(), [](char c) {
+    return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f;
+  });
+  if (secret.size() < 12 || !ascii) {
+    return fmt::format("({} characters)", secret.size());
+  }
+  return fmt::format("{}… ({} characters)", head, secret.size());
 }
 
 /// The word of k_secret_words `name` holds as a part, unless a part says it is no secret.

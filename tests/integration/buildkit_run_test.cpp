@@ -813,5 +813,66 @@ TEST(BuildkitRun, AnIndexWhoseRegistryRefusesTheConnectionFailsTheRunAsIndex) {
   EXPECT_EQ(log.find("[kiln] index push attempt 2/3"), std::string::npos) << log;
 }
 
+/// A lane whose final image built but whose smoke stage failed has not shipped a tested image:
+/// the index is blocked, naming the stage.
+TEST(BuildkitRun, ALaneWhoseSmokeStageFailedBlocksTheIndex) {
+  ChainDir dir;
+  LocalRegistry registry(dir.path() / "registry");
+  ASSERT_TRUE(registry.ready());
+  TwoLaneChain lanes(dir, registry);
+  lanes.fake.plan("smoke.Dockerfile@" + lanes.arm64 + " build-fail-run\n");
+  KilnResult run = lanes.run();
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  json manifest = dir.latest_manifest();
+  EXPECT_EQ(manifest["status"], "failed:arm64/smoke");
+  const json& index = manifest["index"];
+  EXPECT_EQ(index["status"], "blocked");
+  EXPECT_EQ(index["lanes"][1]["image"], "built-this-run"); // the image is there, untested
+  EXPECT_EQ(index["gates"][0]["findings"], json({"lane arm64: arm64/smoke ended failed"}));
+  EXPECT_TRUE(lanes.served().empty());
+}
+
+/// With stages handed over through a registry, the final stage is still built to its layout
+/// before its gated push: the index is judged and assembled from that copy.
+TEST(BuildkitRun, WithARegistryHandoffTheIndexIsAssembledFromTheGatedLayouts) {
+  ChainDir dir;
+  LocalRegistry registry(dir.path() / "registry");
+  ASSERT_TRUE(registry.ready());
+  TwoLaneChain lanes(dir, registry);
+  std::string chain = dir.read("chain.toml");
+  // The fake pushes nothing; the address is only what the stages' references name.
+  chain.insert(chain.find("records = "), "registry = \"127.0.0.1:9/handoff\"\n");
+  dir.write("chain.toml", chain);
+  KilnResult run = lanes.run();
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  json manifest = dir.latest_manifest();
+  EXPECT_EQ(manifest["index"]["status"], "pushed") << manifest["index"].dump(2);
+  std::map<std::string, std::string> served = lanes.served();
+  EXPECT_EQ(served.size(), 2u);
+  EXPECT_EQ(served["linux/arm64"], manifest["index"]["lanes"][1]["digest"]);
+}
+
+/// The index needs buildah whatever the engine: without it the run is refused before anything
+/// builds, not after.
+TEST(BuildkitRun, AnIndexWithoutBuildahIsRefusedBeforeAnythingBuilds) {
+  ChainDir dir;
+  LocalRegistry registry(dir.path() / "registry");
+  ASSERT_TRUE(registry.ready());
+  TwoLaneChain lanes(dir, registry);
+  Env env = lanes.env();
+  for (auto& [name, value] : env) {
+    if (name == "PATH") {
+      value = KILN_FAKE_BUILDCTL_DIR; // buildctl, and no buildah
+    }
+  }
+  KilnResult run = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, nullptr, env);
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("[publish] index is assembled and pushed with `buildah manifest`, and "
+                            "buildah is not usable"),
+            std::string::npos)
+      << run.output;
+  EXPECT_TRUE(lanes.fake.builds().empty());
+}
+
 } // namespace
 } // namespace kiln::testing

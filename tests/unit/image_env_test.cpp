@@ -67,7 +67,9 @@ TEST(ImageEnvSecrets, AMessageNeverPrintsTheSecretWhole) {
        std::vector<std::pair<std::string, std::string>>{{"GITHUB_TOKEN", token},
                                                         {"CI_BOOTSTRAP", "x " + token + " y"},
                                                         {"DB_PASSWORD", "correct horse battery"},
-                                                        {"MIRROR", "https://ci:hunter2@host/"}}) {
+                                                        {"MIRROR", "https://ci:hunter2@host/"},
+                                                        {"DB_PASSWORD", "root"},
+                                                        {"API_KEY", "0123456789a"}}) {
     SCOPED_TRACE(name);
     auto findings = grade_env({{name, value}}, {});
     ASSERT_FALSE(findings.empty());

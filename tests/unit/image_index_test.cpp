@@ -156,6 +156,24 @@ TEST(JudgeIndex, AnOlderRunsImageInAFailedLaneIsStaleAndRefusedByCoherence) {
   EXPECT_EQ(verdict.gates_not_run, (std::vector<std::string>{"freshness", "push", "read-back"}));
 }
 
+TEST(JudgeIndex, AStageOfALaneThatDidNotFinishBlocksAtCompleteness) {
+  LaneImage arm64 = lane("arm64", "linux/arm64/v8", "built", image("linux/arm64", k_run));
+  arm64.unfinished = {"arm64/smoke ended failed"};
+  IndexVerdict verdict = judge_index(
+      k_ref, {lane("amd64", "linux/amd64", "built", image("linux/amd64", k_run)), arm64}, k_run);
+  ASSERT_EQ(verdict.gates.size(), 1u);
+  EXPECT_EQ(verdict.gates[0].findings,
+            std::vector<std::string>{"lane arm64: arm64/smoke ended failed"});
+  // arm64 and arm64/v8 are one platform: the image is the lane's.
+  arm64.unfinished.clear();
+  EXPECT_TRUE(
+      judge_index(
+          k_ref, {lane("amd64", "linux/amd64", "built", image("linux/amd64", k_run)), arm64}, k_run)
+          .ok());
+  EXPECT_TRUE(same_platform("linux/arm64", "linux/arm64/v8"));
+  EXPECT_FALSE(same_platform("linux/arm/v7", "linux/arm/v6"));
+}
+
 TEST(JudgeIndex, CoherenceComparesPinsAndPlatformsAcrossLanes) {
   IndexVerdict verdict = judge_index(
       k_ref,
