@@ -18,7 +18,6 @@
 #include <vector>
 
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
@@ -39,6 +38,7 @@
 #include "compilecache/watchdog.h"
 #include "util/cancel.h"
 #include "util/fs.h"
+#include "util/loopback.h"
 #include "util/process.h"
 #include "util/strings.h"
 
@@ -604,24 +604,6 @@ std::optional<std::string> level_named_in(const std::string& message,
     }
   }
   return std::nullopt;
-}
-
-int free_loopback_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    return 0;
-  }
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  ::close(fd);
-  return port;
 }
 
 /// A server address no other build step shares: the fixed default port is host-wide, and

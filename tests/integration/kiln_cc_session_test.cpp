@@ -27,6 +27,7 @@
 
 #include "compilecache/stats_line.h"
 #include "kiln_harness.h"
+#include "util/loopback.h"
 #include "util/process.h"
 #include "util/strings.h"
 
@@ -98,17 +99,6 @@ private:
   int m_fd;
   int m_port = 0;
 };
-
-bool accepts_connections(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
-  ::close(fd);
-  return ok;
-}
 
 /// The processes on this host whose environment holds `entry` ("NAME=value"), as "pid
 /// program" strings; `program` (a file name) narrows them to that program. Read from /proc:
@@ -721,7 +711,7 @@ TEST(KilnCcSessionRealSccache, ServesTheStepOnAPrivatePortAndReportsItsNumbers) 
             std::string::npos)
       << ran.err;
   EXPECT_NE(ran.err.find("  compile requests            2\n"), std::string::npos) << ran.err;
-  EXPECT_FALSE(accepts_connections(port)) << "stop leaves no server behind";
+  EXPECT_FALSE(loopback_accepts(port)) << "stop leaves no server behind";
   EXPECT_EQ(left_after_waiting(step.tmpdir_entry()), std::vector<std::string>{});
 }
 
@@ -781,7 +771,7 @@ TEST(KilnCcSessionRealSccache, ALevelItWasBuiltWithoutIsDroppedAndTheServerStart
   auto stats = cc::parse_stats_line(lines.empty() ? "" : lines.back());
   ASSERT_TRUE(stats) << ran.out;
   EXPECT_EQ(stats->compile_requests, 1) << "the server started without the level, and served";
-  EXPECT_FALSE(accepts_connections(port));
+  EXPECT_FALSE(loopback_accepts(port));
 }
 
 // ---- the session ends with its step, whatever happens (real sccache 0.4) -------------------

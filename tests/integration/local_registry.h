@@ -1,8 +1,6 @@
 #pragma once
 
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include "util/loopback.h"
+
 namespace kiln::testing {
 
 /// A real registry (Debian's `docker-registry`, the CNCF distribution server) on a free
@@ -23,7 +23,7 @@ class LocalRegistry {
 public:
   explicit LocalRegistry(const std::filesystem::path& dir) {
     std::filesystem::create_directories(dir / "data");
-    m_port = free_port();
+    m_port = free_loopback_port();
     std::ofstream(dir / "config.yml")
         << "version: 0.1\n"
         << "log:\n  level: warn\n"
@@ -41,7 +41,7 @@ public:
     }
     // Ready once it accepts a connection; it answers within a second on an idle host.
     for (int tries = 0; tries < 200 && !m_ready; ++tries) {
-      m_ready = accepts();
+      m_ready = loopback_accepts(m_port);
       if (!m_ready) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
@@ -65,32 +65,6 @@ public:
   std::string host() const { return "127.0.0.1:" + std::to_string(m_port); }
 
 private:
-  static int free_port() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t size = sizeof addr;
-    int port = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &size) == 0) {
-      port = ntohs(addr.sin_port);
-    }
-    ::close(fd);
-    return port;
-  }
-
-  bool accepts() const {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(m_port));
-    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    ::close(fd);
-    return ok;
-  }
-
   int m_port = 0;
   pid_t m_pid = -1;
   bool m_ready = false;
