@@ -183,9 +183,9 @@ std::string manifest_added_digest(std::string_view output) {
   return digest;
 }
 
-tl::expected<std::vector<ImageConfig>, std::string>
-image_configs_from_layout(const std::filesystem::path& layout) {
-  std::vector<ImageConfig> configs;
+tl::expected<std::vector<LayoutImage>, std::string>
+layout_images(const std::filesystem::path& layout, const std::string& digest) {
+  std::vector<LayoutImage> images;
   size_t followed = 0;
   std::string error;
   // Depth first, so the images come in the order the indexes list them.
@@ -197,7 +197,19 @@ image_configs_from_layout(const std::filesystem::path& layout) {
         error = config.error();
         return false;
       }
-      configs.push_back(config_of(*config));
+      LayoutImage image{config_of(*config), {}};
+      if (doc.contains("layers") && doc["layers"].is_array()) {
+        for (const auto& layer : doc["layers"]) {
+          auto path = blob_path(layout, layer);
+          if (!path) {
+            error = path.error();
+            return false;
+          }
+          image.layers.push_back(
+              {*path, layer["digest"].get<std::string>(), string_at(layer, "mediaType")});
+        }
+      }
+      images.push_back(std::move(image));
       return true;
     }
     if (!doc.contains("manifests") || !doc["manifests"].is_array() || doc["manifests"].empty()) {
@@ -210,6 +222,10 @@ image_configs_from_layout(const std::filesystem::path& layout) {
       return false;
     }
     for (const auto& entry : doc["manifests"]) {
+      if (depth == 0 && !digest.empty() &&
+          !(entry.is_object() && entry.contains("digest") && entry["digest"] == digest)) {
+        continue;
+      }
       if (++followed > k_layout_image_limit) {
         error = fmt::format("{}: more than {} images; kiln grades no more", layout.string(),
                             k_layout_image_limit);
@@ -234,7 +250,21 @@ image_configs_from_layout(const std::filesystem::path& layout) {
   if (!walk(*index, 0)) {
     return tl::unexpected(error);
   }
-  return configs;
+  if (images.empty()) {
+    return tl::unexpected(fmt::format("{}/index.json names no image {}", layout.string(), digest));
+  }
+  return images;
+}
+
+tl::expected<std::vector<ImageConfig>, std::string>
+image_configs_from_layout(const std::filesystem::path& layout) {
+  return layout_images(layout).map([](std::vector<LayoutImage> images) {
+    std::vector<ImageConfig> configs;
+    for (auto& image : images) {
+      configs.push_back(std::move(image.config));
+    }
+    return configs;
+  });
 }
 
 ImageConfigRead image_config_from_buildah(const std::string& image) {

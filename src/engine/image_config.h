@@ -59,6 +59,25 @@ constexpr size_t k_layout_image_limit = 256;
 tl::expected<std::vector<ImageConfig>, std::string>
 image_configs_from_layout(const std::filesystem::path& layout);
 
+/// One layer of an image in an OCI layout: its blob, compressed as `media_type` says (gzip,
+/// zstd or none; readers trust the blob's first bytes more than the name).
+struct LayerBlob {
+  std::filesystem::path path;
+  std::string digest;
+  std::string media_type;
+};
+
+/// An image of an OCI layout: its config and its layers, bottom first.
+struct LayoutImage {
+  ImageConfig config;
+  std::vector<LayerBlob> layers;
+};
+
+/// Every image an OCI layout holds, as image_configs_from_layout walks them, with their
+/// layers; with `digest`, only what the index.json entry of that digest leads to.
+tl::expected<std::vector<LayoutImage>, std::string>
+layout_images(const std::filesystem::path& layout, const std::string& digest = {});
+
 /// One image of an image index (manifest list): its platform, `os/arch[/variant]`, and digest.
 struct IndexEntry {
   std::string platform;

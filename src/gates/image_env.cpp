@@ -379,20 +379,6 @@ const std::vector<SecretShape>& secret_shapes() {
   return shapes;
 }
 
-/// A secret is never printed whole: its length, and its first 4 characters when they are at
-/// most a third of it and plain ASCII (a vendor prefix says which secret; a short password
-/// would be half told).
-std::string redacted(std::string_view secret) {
-  std::string_view head = secret.substr(0, 4);
-  bool ascii = std::all_of(head.begin(), head.end(), [](char c) {
-    return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f;
-  });
-  if (secret.size() < 12 || !ascii) {
-    return fmt::format("({} characters)", secret.size());
-  }
-  return fmt::format("{}… ({} characters)", head, secret.size());
-}
-
 /// The word of k_secret_words `name` holds as a part, unless a part says it is no secret.
 std::optional<std::string> secret_word(std::string_view name) {
   std::optional<std::string> found;
@@ -418,6 +404,30 @@ std::optional<std::string> secret_word(std::string_view name) {
 }
 
 } // namespace
+
+/// A secret is never printed whole: its length, and its first 4 characters when they are at
+/// most a third of it and plain ASCII (a vendor prefix says which secret; a short password
+/// would be half told).
+std::string redacted(std::string_view secret) {
+  std::string_view head = secret.substr(0, 4);
+  bool ascii = std::all_of(head.begin(), head.end(), [](char c) {
+    return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f;
+  });
+  if (secret.size() < 12 || !ascii) {
+    return fmt::format("({} characters)", secret.size());
+  }
+  return fmt::format("{}… ({} characters)", head, secret.size());
+}
+
+std::vector<SecretMatch> secrets_in(std::string_view text) {
+  std::vector<SecretMatch> found;
+  for (const auto& shape : secret_shapes()) {
+    if (auto match = shape.pattern.find(text)) {
+      found.push_back({shape.what, redacted(*match)});
+    }
+  }
+  return found;
+}
 
 std::string build_host_name_message(std::string_view name, std::string_view pattern) {
   bool proxy = pattern.size() > 6 && iequals(pattern.substr(pattern.size() - 6), "_PROXY");
@@ -457,15 +467,13 @@ std::vector<EnvFinding> grade_env(const std::vector<std::pair<std::string, std::
                       "can reach; {}",
                       name, address, kind, k_fix)});
     }
-    for (const auto& shape : secret_shapes()) {
-      if (auto match = shape.pattern.find(value)) {
-        findings.push_back(EnvFinding{
-            name, value, redacted(*match), "leak-secret",
-            fmt::format("{} holds {}, {}, which ships in the image's config to every consumer; "
-                        "pass it to the build as a build secret (RUN --mount=type=secret), "
-                        "never ENV or ARG",
-                        name, shape.what, redacted(*match))});
-      }
+    for (const auto& secret : secrets_in(value)) {
+      findings.push_back(EnvFinding{
+          name, value, secret.shown, "leak-secret",
+          fmt::format("{} holds {}, {}, which ships in the image's config to every consumer; "
+                      "pass it to the build as a build secret (RUN --mount=type=secret), "
+                      "never ENV or ARG",
+                      name, secret.what, secret.shown)});
     }
   }
   return findings;

@@ -63,6 +63,21 @@ std::vector<std::string> host_addresses(std::string_view name, std::string_view 
 /// consumer (the builder's cache, credentials or proxy) and the fix.
 std::string build_host_name_message(std::string_view name, std::string_view pattern);
 
+/// A secret found by the shape of its value: what it is ("a GitHub token") and how it may be
+/// shown (redacted).
+struct SecretMatch {
+  std::string what;
+  std::string shown;
+};
+
+/// The secrets in `text` by their shape (vendor token prefixes, AWS key ids, a PEM private key,
+/// a password in a URL), the first of each shape.
+std::vector<SecretMatch> secrets_in(std::string_view text);
+
+/// A secret as kiln shows it: its length, and its first 4 characters when they are at most a
+/// third of it and plain ASCII.
+std::string redacted(std::string_view secret);
+
 /// Every finding for an environment, in its order. A variable with a build-host name yields
 /// that finding only: the fix drops the whole value, so its addresses add nothing.
 std::vector<EnvFinding> grade_env(const std::vector<std::pair<std::string, std::string>>& env,

@@ -1,0 +1,267 @@
+// The layer reader and the residue and artifact scans over composed layers (composed: no
+// recording holds every shape of entry; tests/integration/residue_gate_test.cpp reads layers
+// buildah wrote).
+#include <gtest/gtest.h>
+
+#include "gates/layer_scan.h"
+#include "gates/layer_tar.h"
+#include "gates/residue.h"
+#include "layer_tarball.h"
+#include "temp_dir.h"
+
+namespace kiln {
+namespace {
+
+using testing::ComposedImage;
+using testing::Tarball;
+
+struct Seen {
+  std::string path;
+  LayerEntry::Type type;
+  bool whiteout;
+  bool opaque;
+  std::string content;
+};
+
+std::vector<Seen> entries_of(const std::string& blob) {
+  std::vector<Seen> seen;
+  auto walked = walk_layer_bytes(blob, "test", [&](const LayerEntry& e, const ContentReader& c) {
+    seen.push_back({e.path, e.type, e.whiteout, e.opaque, c(1024)});
+  });
+  EXPECT_TRUE(walked) << walked.error();
+  return seen;
+}
+
+Tarball sample() {
+  std::string deep = "usr/share/" + std::string(120, 'd') + "/file.txt";
+  return Tarball()
+      .dir("etc")
+      .file("etc/hosts", "127.0.0.1 localhost\n")
+      .file(deep, "long")
+      .symlink("lib", "usr/lib")
+      .whiteout("root/.npmrc")
+      .opaque("var/cache");
+}
+
+TEST(LayerTar, ReadsPlainGzipAndZstdLayersAlike) {
+  Tarball t = sample();
+  for (const std::string& blob : {t.tar(), t.gzip(), t.zstd()}) {
+    auto seen = entries_of(blob);
+    ASSERT_EQ(seen.size(), 6U);
+    EXPECT_EQ(seen[0].path, "etc");
+    EXPECT_EQ(seen[0].type, LayerEntry::Type::dir);
+    EXPECT_EQ(seen[1].path, "etc/hosts");
+    EXPECT_EQ(seen[1].content, "127.0.0.1 localhost\n");
+    EXPECT_EQ(seen[2].path, "usr/share/" + std::string(120, 'd') + "/file.txt"); // a PAX path
+    EXPECT_EQ(seen[2].content, "long");
+    EXPECT_EQ(seen[3].type, LayerEntry::Type::symlink);
+    EXPECT_EQ(seen[4].path, "root/.npmrc");
+    EXPECT_TRUE(seen[4].whiteout);
+    EXPECT_EQ(seen[5].path, "var/cache");
+    EXPECT_TRUE(seen[5].opaque);
+  }
+}
+
+TEST(LayerTar, AContentNotAskedForIsSkippedAndTheNextEntryStillRead) {
+  std::string big(300000, 'x');
+  std::vector<std::string> paths;
+  auto walked = walk_layer_bytes(Tarball().file("a", big).file("b", "1").gzip(), "test",
+                                 [&](const LayerEntry& e, const ContentReader& c) {
+                                   paths.push_back(e.path);
+                                   if (e.path == "a") {
+                                     EXPECT_EQ(c(10), std::string(10, 'x'));
+                                     EXPECT_EQ(c(10), ""); // read once
+                                   }
+                                 });
+  ASSERT_TRUE(walked) << walked.error();
+  EXPECT_EQ(paths, (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(LayerTar, ABrokenLayerIsAnErrorThatSaysWhatIsWrong) {
+  std::string gz = Tarball().file("a", std::string(5000, 'y')).gzip();
+  auto truncated = walk_layer_bytes(gz.substr(0, gz.size() / 2), "blob1", [](auto&, auto&) {});
+  ASSERT_FALSE(truncated);
+  EXPECT_NE(truncated.error().find("blob1"), std::string::npos) << truncated.error();
+  EXPECT_NE(truncated.error().find("truncated"), std::string::npos) << truncated.error();
+
+  std::string tar = Tarball().file("a", "b").tar();
+  tar[0] = 'z'; // the checksum no longer matches
+  auto corrupt = walk_layer_bytes(tar, "blob2", [](auto&, auto&) {});
+  ASSERT_FALSE(corrupt);
+  EXPECT_NE(corrupt.error().find("checksum"), std::string::npos) << corrupt.error();
+
+  std::string zst = Tarball().file("a", "b").zstd();
+  auto cut = walk_layer_bytes(zst.substr(0, zst.size() - 3), "blob3", [](auto&, auto&) {});
+  ASSERT_FALSE(cut);
+  EXPECT_NE(cut.error().find("zstd"), std::string::npos) << cut.error();
+}
+
+struct ResidueCase {
+  const char* path;
+  const char* content;
+  const char* rule; // "" when the file must pass
+};
+
+TEST(Residue, EachKindIsRefusedAndItsHarmlessFormPasses) {
+  const ResidueCase cases[] = {
+      {"root/.npmrc", "//registry.npmjs.org/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789\n",
+       "npm-config"},
+      {"root/.npmrc", "//registry.npmjs.org/:_authToken=${NPM_TOKEN}\n", ""},
+      {"root/.npmrc", "registry=http://10.1.2.3:4873/\n", "npm-config"},
+      {"root/.npmrc", "registry=https://registry.npmjs.org/\n", ""},
+      {"etc/pip.conf", "[global]\nindex-url = http://192.168.7.2:3141/root/pypi/+simple/\n",
+       "pip-config"},
+      {"etc/pip.conf", "[global]\nindex-url = https://ci:s3cretpass@pypi.example.com/simple\n",
+       "pip-config"},
+      {"etc/pip.conf", "[global]\nindex-url = https://pypi.org/simple\n", ""},
+      {"root/.pypirc", "[pypi]\nusername = __token__\npassword = pypi-AgEIcHlwaS5vcmc\n",
+       "pip-config"},
+      {"root/.git-credentials", "https://bot:ghp_0123456789abcdef0123456789abcdef0123@github.com\n",
+       "git-credentials"},
+      {"root/.git-credentials", "", ""},
+      {"root/.ssh/id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n", "ssh-private-key"},
+      {"root/.ssh/id_ed25519.pub", "ssh-ed25519 AAAAC3Nz user@host\n", ""},
+      {"root/.docker/config.json", R"({"auths":{"registry.lan:5000":{"auth":"dXNlcjpwYXNz"}}})",
+       "docker-credentials"},
+      {"root/.docker/config.json", R"({"auths":{},"credsStore":"pass"})", ""},
+      {"etc/apt/apt.conf.d/01proxy", "Acquire::http::Proxy \"http://squid:3128\";\n", "apt-proxy"},
+      {"etc/apt/apt.conf.d/01proxy", "Acquire { http { Proxy \"http://10.0.0.9:3142\"; }; };\n",
+       "apt-proxy"},
+      {"etc/apt/apt.conf.d/01proxy", "Acquire::http::Proxy \"DIRECT\";\n", ""},
+      {"etc/apt/apt.conf.d/docker-clean", "DPkg::Post-Invoke { \"rm -f /var/cache/apt/x\"; };\n",
+       ""},
+      {"root/.config/sccache/config", "[cache.webdav]\nendpoint = \"http://cache.lan:8080\"\n",
+       "sccache-config"},
+      {"root/.config/sccache/config", "[cache.disk]\ndir = \"/var/cache/sccache\"\n", ""},
+      {"etc/ccache.conf", "remote_storage = http://cache.lan:8080|layout=bazel\n", "ccache-config"},
+      {"etc/ccache.conf", "max_size = 5G\n", ""},
+      {"root/.netrc", "machine example.com login bot password hunter2\n", "netrc"},
+      {"root/.aws/credentials", "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\n",
+       "aws-credentials"},
+      {"etc/ssl/private/server.key", "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n", "private-key"},
+      {"etc/ssl/certs/ca.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n", ""},
+      {"usr/share/doc/readme.txt", "password=hunter2 http://10.0.0.1/", ""},
+  };
+  for (const auto& c : cases) {
+    std::string_view rule = residue_rule(c.path);
+    std::optional<std::string> detail;
+    if (!rule.empty()) {
+      detail = residue_detail(rule, c.content);
+    }
+    if (std::string_view(c.rule).empty()) {
+      EXPECT_FALSE(detail) << c.path << ": " << c.content << " -> " << detail.value_or("");
+    } else {
+      EXPECT_EQ(rule, c.rule) << c.path;
+      EXPECT_TRUE(detail) << c.path << ": " << c.content;
+    }
+  }
+}
+
+TEST(Residue, ASecretIsNeverShownWhole) {
+  auto detail = residue_detail(
+      "npm-config", "//registry.npmjs.org/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789\n");
+  ASSERT_TRUE(detail);
+  EXPECT_EQ(detail->find("abcdefghijklmnopqrstuvwxyz"), std::string::npos) << *detail;
+  EXPECT_NE(detail->find("npm_… (40 characters)"), std::string::npos) << *detail;
+}
+
+TEST(LayerScan, AFileDeletedByALaterLayerIsStillReported) {
+  testing::TempDir dir;
+  std::string token = "//r/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789\n";
+  testing::write_layout(
+      dir.path(),
+      {{"linux/amd64",
+        {Tarball().file("bin/sh", "x").gzip(), Tarball().file("root/.npmrc", token).zstd(),
+         Tarball().file("etc/motd", "hi").tar(), Tarball().whiteout("root/.npmrc").gzip()}}});
+  auto scans = scan_layout(dir.path(), {});
+  ASSERT_TRUE(scans) << scans.error();
+  ASSERT_EQ(scans->size(), 1U);
+  const ImageScan& scan = scans->front();
+  EXPECT_EQ(scan.layers, 4U);
+  ASSERT_EQ(scan.residue.size(), 1U);
+  const ResidueFinding& f = scan.residue[0];
+  EXPECT_EQ(f.path, "/root/.npmrc");
+  EXPECT_EQ(f.added, 2U);
+  EXPECT_EQ(f.deleted, 4U);
+  EXPECT_EQ(scan.refused(), 1U);
+  std::string message = residue_message(f);
+  EXPECT_NE(message.find("added in layer 2 of 4, deleted in layer 4: still published"),
+            std::string::npos)
+      << message;
+}
+
+TEST(LayerScan, AnOpaqueDirectoryDeletesWhatWasBelowIt) {
+  testing::TempDir dir;
+  testing::write_layout(
+      dir.path(),
+      {{"linux/amd64",
+        {Tarball().file("root/.config/pip/pip.conf", "index-url = http://10.9.8.7/simple\n").gzip(),
+         Tarball().opaque("root/.config").file("root/.config/keep", "k").gzip()}}});
+  auto scans = scan_layout(dir.path(), {});
+  ASSERT_TRUE(scans) << scans.error();
+  ASSERT_EQ(scans->front().residue.size(), 1U);
+  EXPECT_EQ(scans->front().residue[0].deleted, 2U);
+}
+
+TEST(LayerScan, TheAllowListReportsButDoesNotRefuse) {
+  testing::TempDir dir;
+  testing::write_layout(
+      dir.path(),
+      {{"linux/amd64",
+        {Tarball()
+             .file("usr/lib/python3/test/keycert.pem", "-----BEGIN PRIVATE KEY-----\nMII\n")
+             .file("root/.netrc", "machine a login b password c\n")
+             .gzip()}}});
+  ScanOptions options;
+  options.allow = {{"/usr/lib/python3*/test/*.pem", "the test suite's own throwaway key"}};
+  auto scans = scan_layout(dir.path(), options);
+  ASSERT_TRUE(scans) << scans.error();
+  const ImageScan& scan = scans->front();
+  ASSERT_EQ(scan.residue.size(), 2U);
+  EXPECT_EQ(scan.residue[0].allowed, "the test suite's own throwaway key");
+  EXPECT_EQ(scan.refused(), 1U);
+  EXPECT_NE(residue_message(scan.residue[0]).find("allowed: the test suite"), std::string::npos);
+}
+
+TEST(LayerScan, EveryPlatformOfAnIndexIsScannedAndNamed) {
+  testing::TempDir dir;
+  testing::write_layout(
+      dir.path(),
+      {{"linux/amd64", {Tarball().file("bin/app", "clean").gzip()}},
+       {"linux/arm64", {Tarball().file("root/.git-credentials", "https://a:b@host\n").gzip()}}});
+  auto scans = scan_layout(dir.path(), {});
+  ASSERT_TRUE(scans) << scans.error();
+  ASSERT_EQ(scans->size(), 2U);
+  EXPECT_TRUE((*scans)[0].residue.empty());
+  ASSERT_EQ((*scans)[1].residue.size(), 1U);
+  EXPECT_EQ((*scans)[1].residue[0].platform, "linux/arm64");
+  EXPECT_EQ(residue_message((*scans)[1].residue[0]).rfind("linux/arm64: /root/.git-credentials", 0),
+            0U);
+}
+
+TEST(LayerScan, ArtifactsAreLookedUpInTheTreeTheLayersMake) {
+  testing::TempDir dir;
+  testing::write_layout(
+      dir.path(),
+      {{"linux/amd64",
+        {Tarball().symlink("lib", "usr/lib").file("usr/lib/libx.so.1", "elf").gzip(),
+         Tarball()
+             .symlink("usr/lib/libx.so", "libx.so.1")
+             .file("opt/app/bin/app", "elf")
+             .file("opt/tmp/scratch", "x")
+             .gzip(),
+         Tarball().whiteout("opt/tmp").symlink("usr/lib/dangling.so", "gone.so").gzip()}}});
+  ScanOptions options;
+  options.residue = false;
+  options.artifacts = {"/lib/libx.so",           "/usr/lib/libx.so.1",   "/opt/app/bin/app",
+                       "/opt/tmp/scratch",       "/usr/lib/dangling.so", "/opt/app/bin/missing",
+                       "/opt/app/../app/bin/app"};
+  auto scans = scan_layout(dir.path(), options);
+  ASSERT_TRUE(scans) << scans.error();
+  EXPECT_EQ(scans->front().missing,
+            (std::vector<std::string>{"/opt/tmp/scratch", "/usr/lib/dangling.so",
+                                      "/opt/app/bin/missing"}));
+}
+
+} // namespace
+} // namespace kiln
