@@ -24,7 +24,9 @@ int dispatch(int argc, char** argv) {
   CLI::App* disk_reclaim = nullptr;
   kiln::add_disk_command(app, disk_args, disk_status, disk_reclaim);
   kiln::GateArgs gate_args;
-  CLI::App* image_env_gate = kiln::add_gate_command(app, gate_args);
+  CLI::App* image_env_gate = nullptr;
+  CLI::App* residue_gate = nullptr;
+  kiln::add_gate_command(app, gate_args, image_env_gate, residue_gate);
   kiln::LintArgs lint_args;
   CLI::App* lint = kiln::add_lint_command(app, lint_args);
   std::string resources_csv;
@@ -54,6 +56,9 @@ int dispatch(int argc, char** argv) {
   }
   if (image_env_gate->parsed()) {
     return kiln::image_env_gate_command(gate_args);
+  }
+  if (residue_gate->parsed()) {
+    return kiln::residue_gate_command(gate_args);
   }
   if (summarize->parsed()) {
     return kiln::resources_summarize_command(resources_csv);

@@ -12,6 +12,7 @@
 
 #include <tl/expected.hpp>
 
+#include "gates/residue.h"
 #include "util/diagnostic.h"
 #include "util/pattern.h"
 
@@ -122,6 +123,8 @@ struct GateSettings {
   // Coverage floors of every smoke stage: a gate that asserted nothing must never print green.
   int min_passed = 1;
   int max_skipped = 0;
+  /// Build-host files the residue gate reports but lets ship, each with the chain's reason.
+  std::vector<ResidueAllow> residue_allow;
 };
 
 /// The multi-platform image assembled from the lanes' final images ([publish] in the chain file).
@@ -158,6 +161,11 @@ struct Stage {
   /// 342-test suite cannot share one floor.
   std::optional<int> min_passed;
   std::optional<int> max_skipped;
+  /// Absolute paths its built image must hold, read from its layers: a stage that "built" but
+  /// lost its library fails here, not three stages later.
+  std::vector<std::string> artifacts;
+  /// The most layers its image may have (0: no ceiling).
+  int max_layers = 0;
   /// The Dockerfile as the chain loaded it, read and parsed once: every question a run asks
   /// about it is answered from here. Stages that share a file share one.
   std::shared_ptr<const DockerfileSource> dockerfile_source;

@@ -34,7 +34,9 @@ const std::vector<std::string> k_top_keys = {"chain", "engine", "defaults",  "tr
 const std::vector<std::string> k_lane_keys = {"name", "platform", "host",      "ca",
                                               "cert", "key",      "build_args"};
 const std::vector<std::string> k_gates_keys = {"host_env_names", "cache_mount_targets",
-                                               "cache_endpoint_arg", "per_file_only_dirs"};
+                                               "cache_endpoint_arg", "per_file_only_dirs",
+                                               "residue_allow"};
+const std::vector<std::string> k_residue_allow_keys = {"path", "reason"};
 const std::vector<std::string> k_smoke_keys = {"min_passed", "max_skipped"};
 const std::vector<std::string> k_publish_keys = {"index", "tls_verify"};
 const std::vector<std::string> k_disk_keys = {
@@ -62,7 +64,8 @@ const std::vector<std::string> k_stage_keys = {
     "needs",         "build_args",     "secrets",    "attempts",       "min_compile_requests",
     "lane",          "cache_local",    "cache_from", "cache_to",       "snapshot_cache_to",
     "disk_floor_gb", "mem_per_job_gb", "kind",       "gate_image_env", "stall_timeout_s",
-    "timeout_s",     "weight",         "lanes",      "min_passed",     "max_skipped"};
+    "timeout_s",     "weight",         "lanes",      "min_passed",     "max_skipped",
+    "artifacts",     "max_layers"};
 const char* const k_attempts_hint = "1 means a single attempt and no retry";
 const std::vector<std::string> k_secret_keys = {"id", "env", "file"};
 
@@ -230,6 +233,7 @@ private:
   std::optional<CacheSpec> read_cache_spec(const toml::node& node, std::string_view key);
   void read_transient(const toml::table& table);
   void read_stage(const toml::table& table);
+  void read_residue_allow(const toml::table& gates);
   /// A [[stage]] array of names, each with where it is; the array, or nullptr when absent.
   const toml::array* read_names(const toml::table& table, std::string_view key,
                                 std::string_view what, std::string_view hint,
@@ -692,6 +696,44 @@ void Loader::read_gates(const toml::table& root) {
   }
   gates.per_file_only_dirs =
       get_strings(*table, where, "per_file_only_dirs", "a directory of the build context");
+  read_residue_allow(*table);
+}
+
+void Loader::read_residue_allow(const toml::table& gates) {
+  const auto* array = get<toml::array>(gates, "in [gates]", "residue_allow");
+  if (!array) {
+    return;
+  }
+  const std::string_view hint =
+      "write { path = \"/usr/lib/python3*/test/*.pem\", reason = \"why it may ship\" }";
+  for (const auto& element : *array) {
+    const auto* entry = element.as_table();
+    if (!entry) {
+      error(pos(element),
+            fmt::format("each of 'residue_allow' must be a table, not {}", type_name(element)),
+            std::string(hint));
+      continue;
+    }
+    const std::string_view where = "in a residue_allow entry";
+    check_keys(*entry, where, k_residue_allow_keys);
+    const auto* path = get<std::string>(*entry, where, "path");
+    const auto* reason = get<std::string>(*entry, where, "reason");
+    if (!path || !path->get().starts_with("/")) {
+      error(pos(path ? static_cast<const toml::node&>(*path) : element),
+            "a residue_allow entry needs a 'path': an absolute path in the image, `*` for any "
+            "characters",
+            std::string(hint));
+      continue;
+    }
+    if (!reason || trim(reason->get()).empty()) {
+      error(pos(element),
+            fmt::format("the residue_allow entry for '{}' gives no reason", path->get()),
+            "say why this file may ship in a published image: an allowance without one is a "
+            "leak nobody decided on");
+      continue;
+    }
+    m_chain.gates.residue_allow.push_back({path->get(), reason->get()});
+  }
 }
 
 void Loader::read_smoke(const toml::table& root) {
@@ -971,6 +1013,22 @@ void Loader::read_stage(const toml::table& table) {
                         key, stage.name),
             "add kind = \"smoke\" to the stage, or leave the floor out");
     }
+  }
+  stage.artifacts = get_strings(table, where, "artifacts", "an absolute path in the image");
+  for (const auto& artifact : stage.artifacts) {
+    if (!artifact.starts_with("/")) {
+      error(pos(*table.get("artifacts")),
+            fmt::format("artifact '{}' of stage '{}' is not an absolute path", artifact,
+                        stage.name),
+            "write the path the file has in the built image, e.g. \"/opt/lib/libx.so\"");
+    }
+  }
+  if (auto layers = get_floor(table, where, "max_layers")) {
+    if (*layers == 0) {
+      error(pos(*table.get("max_layers")), "'max_layers' must be 1 or more",
+            "leave it out for no ceiling");
+    }
+    stage.max_layers = *layers;
   }
   m_chain.stages.push_back(std::move(stage));
   m_sources.push_back(std::move(source));

@@ -8,6 +8,8 @@
 #include "dockerfile/source.h"
 #include "driver/build_request.h"
 #include "gates/image_env.h"
+#include "gates/layer_scan.h"
+#include "util/diagnostic.h"
 #include "util/strings.h"
 
 namespace kiln {
@@ -102,21 +104,95 @@ GateRecord ImageGates::grade_built(const Stage& stage) {
                image_env(m_engine.stage_image_config(context)));
 }
 
+bool ImageGates::layers_read_after_build(const Stage& stage) const {
+  return graded_after_build(stage) || !stage.artifacts.empty() || stage.max_layers > 0;
+}
+
+std::vector<GateRecord> ImageGates::grade_layers(const Stage& stage,
+                                                 const std::filesystem::path& scratch) {
+  const bool residue = graded_after_build(stage);
+  const bool artifacts = !stage.artifacts.empty() || stage.max_layers > 0;
+  std::string subject = fmt::format("image of stage {}", stage.name);
+  auto records = [&](const std::string& verdict, const std::string& reason) {
+    std::vector<GateRecord> out;
+    for (const char* gate : {"residue", "artifacts"}) {
+      if (std::string_view(gate) == "residue" ? residue : artifacts) {
+        GateRecord record;
+        record.gate = gate;
+        record.subject = subject;
+        record.verdict = verdict;
+        record.reason = reason;
+        out.push_back(std::move(record));
+      }
+    }
+    return out;
+  };
+  NamedContext context = stage_context(m_chain, stage);
+  context.pushed.clear(); // read before any push, from where the build left it
+  auto layout = m_engine.stage_image_layout(context, scratch);
+  if (!layout) {
+    return records("unreadable", layout.error());
+  }
+  ScanOptions options;
+  options.residue = residue;
+  options.allow = m_chain.gates.residue_allow;
+  options.artifacts = stage.artifacts;
+  auto scans = scan_layout(layout->path, options, layout->digest);
+  if (!scans) {
+    return records("unreadable", scans.error());
+  }
+  std::vector<GateRecord> out = records("pass", "");
+  for (GateRecord& record : out) {
+    std::vector<std::string> allowed;
+    for (const ImageScan& scan : *scans) {
+      std::string where = scans->size() > 1 ? scan.platform + ": " : "";
+      if (record.gate == "residue") {
+        for (const auto& finding : scan.residue) {
+          (finding.allowed.empty() ? record.findings : allowed).push_back(residue_message(finding));
+        }
+        continue;
+      }
+      for (const auto& missing : scan.missing) {
+        record.findings.push_back(fmt::format(
+            "{}{} is missing: the stage lists it in `artifacts`, and no layer of the image "
+            "holds it (a symlink to it counts only when its target is there)",
+            where, printable(missing)));
+      }
+      if (stage.max_layers > 0 && scan.layers > static_cast<size_t>(stage.max_layers)) {
+        record.findings.push_back(
+            fmt::format("{}the image has {} layers, over the stage's max_layers of {}: merge "
+                        "RUN steps, or build in a stage and COPY --from its result",
+                        where, scan.layers, stage.max_layers));
+      }
+    }
+    record.verdict = record.findings.empty() ? "pass" : "refused";
+    if (!allowed.empty()) {
+      record.reason = fmt::format("{} allowed by [gates] residue_allow: {}", allowed.size(),
+                                  join(allowed, " | "));
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> gate_lines(const std::string& stage, const GateRecord& record) {
   std::vector<std::string> lines;
+  const bool env = record.gate == "image-env";
   if (record.verdict == "pass") {
-    lines.push_back(fmt::format("stage {}: image-env gate: {} passes", stage, record.subject));
+    lines.push_back(fmt::format("stage {}: {} gate: {} passes{}", stage, record.gate,
+                                record.subject, record.reason.empty() ? "" : "; " + record.reason));
   } else if (record.verdict == "not-graded") {
-    lines.push_back(fmt::format("stage {}: image-env gate: {} not graded: {}", stage,
+    lines.push_back(fmt::format("stage {}: {} gate: {} not graded: {}", stage, record.gate,
                                 record.subject, record.reason));
   } else if (record.verdict == "unreadable") {
-    lines.push_back(fmt::format("stage {}: image-env gate refused {}: its config cannot be read: "
-                                "{}",
-                                stage, record.subject, record.reason));
+    lines.push_back(fmt::format("stage {}: {} gate refused {}: its {} cannot be read: {}", stage,
+                                record.gate, record.subject, env ? "config" : "layers",
+                                record.reason));
   } else {
-    lines.push_back(fmt::format("stage {}: image-env gate refused {}: {} build-host setting(s) "
-                                "in its Env",
-                                stage, record.subject, record.findings.size()));
+    std::string what = env                        ? "build-host setting(s) in its Env"
+                       : record.gate == "residue" ? "build-host file(s) in its layers"
+                                                  : "missing artifact(s) or layer ceiling(s)";
+    lines.push_back(fmt::format("stage {}: {} gate refused {}: {} {}", stage, record.gate,
+                                record.subject, record.findings.size(), what));
     for (const auto& finding : record.findings) {
       lines.push_back("  " + finding);
     }

@@ -30,6 +30,15 @@ public:
   /// Whether `stage` must pass the gate after it builds, and why.
   bool graded_after_build(const Stage& stage) const;
 
+  /// Whether the layers of `stage`'s image are read after it builds: for residue (the images
+  /// graded_after_build grades) and for its artifacts and layer ceiling.
+  bool layers_read_after_build(const Stage& stage) const;
+
+  /// The residue gate (when graded_after_build) and the artifacts gate (when the stage lists
+  /// artifacts or a layer ceiling) on the image `stage` just built, from one pass over its
+  /// layers; `scratch` is an empty folder the engine may export the image into.
+  std::vector<GateRecord> grade_layers(const Stage& stage, const std::filesystem::path& scratch);
+
 private:
   GateRecord grade(const std::string& subject, const ImageEnv& env) const;
 

@@ -202,11 +202,14 @@ private:
   /// End the run `crashed` after `reason` escaped the run loop.
   int crashed(const std::string& reason);
   StageEnd build_stage(const Stage& stage, BuildRequest request, int index, int count);
-  /// The gates after a successful build: the smoke floors of a smoke stage, the image-env gate
-  /// of the final stage and of flagged ones. An empty string when every gate passed, else the
-  /// refusal, recorded as the stage's failure.
+  /// The gates after a successful build: the smoke floors of a smoke stage, the image-env and
+  /// residue gates of the final stage and of flagged ones, the artifacts gate of a stage that
+  /// lists artifacts. An empty string when every gate passed, else the refusal, recorded as
+  /// the stage's failure.
   std::string post_build_gates(const Stage& stage, StageRecord& record,
                                const std::filesystem::path& log);
+  /// The gates that read the built image's layers (residue, artifacts), in one pass.
+  std::string layer_gates(const Stage& stage, StageRecord& record);
   /// Read a smoke stage's results from its log and hold them against the floors.
   SmokeVerdict smoke_gate(const Stage& stage, StageRecord& record,
                           const std::filesystem::path& log);
@@ -660,7 +663,50 @@ std::string Run::post_build_gates(const Stage& stage, StageRecord& record,
                              : "");
     }
   }
+  if (m_gates->layers_read_after_build(stage)) {
+    return layer_gates(stage, record);
+  }
   return {};
+}
+
+std::string Run::layer_gates(const Stage& stage, StageRecord& record) {
+  // buildah's images are exported here to be read; a layout can weigh gigabytes, so it goes
+  // as soon as it has been read.
+  std::filesystem::path scratch = m_folder.path() / "layers" / stage.name;
+  std::error_code ignored;
+  std::filesystem::remove_all(scratch, ignored);
+  std::vector<GateRecord> gates;
+  {
+    Unlocked waiting(m_mutex);
+    gates = m_gates->grade_layers(stage, scratch);
+  }
+  std::filesystem::remove_all(m_folder.path() / "layers", ignored);
+  if (interrupt_signal() != 0 || m_cancel.cancelled()) {
+    return {}; // an export stopped by Ctrl-C left no verdict: build_stage says interrupted
+  }
+  std::string failure;
+  for (auto& gate : gates) {
+    gate_log(stage, gate);
+    if (gate.verdict != "pass" && failure.empty()) {
+      m_refused.push_back(fmt::format("refused:{}:{}", gate.gate, stage.name));
+      failure =
+          gate.gate == "residue"
+              ? fmt::format("residue gate: the image of stage {} carries build-host files in its "
+                            "layers{}; keep each out of every layer (a build secret or mount), "
+                            "or allow it in [gates] residue_allow with a reason (details in "
+                            "driver.log)",
+                            stage.name,
+                            stage.known_as() == m_chain.gates.final_stage
+                                ? " and is not published"
+                                : "")
+              : fmt::format("artifacts gate: the image of stage {}: {}", stage.name,
+                            gate.verdict == "unreadable" ? "its layers cannot be read: " +
+                                                               gate.reason
+                                                         : join(gate.findings, "; "));
+    }
+    record.gates.push_back(std::move(gate));
+  }
+  return failure;
 }
 
 Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
@@ -1012,6 +1058,10 @@ void Run::record_skipped() {
     }
     if (m_gates->graded_after_build(stage)) {
       record.gates_not_run.push_back("image-env");
+      record.gates_not_run.push_back("residue");
+    }
+    if (!stage.artifacts.empty() || stage.max_layers > 0) {
+      record.gates_not_run.push_back("artifacts");
     }
     std::string gates = record.gates_not_run.empty()
                             ? std::string()

@@ -15,7 +15,7 @@ namespace kiln {
 constexpr int k_exit_ok = 0;
 constexpr int k_exit_failed = 1;
 constexpr int k_exit_usage = 2;
-constexpr int k_exit_gate = 3;   // a gate refused: the image-env gate or a smoke stage's floors
+constexpr int k_exit_gate = 3;   // a gate refused: image-env, residue, artifacts, smoke floors
 constexpr int k_exit_record = 4; // the run's record could not be written whole (a full disk)
 constexpr int k_exit_crash = 70; // kiln itself failed (an internal error); the record says so
 constexpr int k_exit_interrupted = 130;

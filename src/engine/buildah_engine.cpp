@@ -133,6 +133,12 @@ ImageConfigRead BuildahEngine::stage_image_config(const NamedContext& context) c
   return image_config_from_buildah(context.image);
 }
 
+tl::expected<ImageLayout, std::string>
+BuildahEngine::stage_image_layout(const NamedContext& context,
+                                  const std::filesystem::path& scratch) const {
+  return export_buildah_image(context.image, scratch);
+}
+
 std::string BuildahEngine::stage_image_source(const NamedContext& context) const {
   return "containers-storage:" + context.image;
 }

@@ -20,6 +20,9 @@ public:
     return context.image;
   }
   ImageConfigRead stage_image_config(const NamedContext& context) const override;
+  tl::expected<ImageLayout, std::string>
+  stage_image_layout(const NamedContext& context,
+                     const std::filesystem::path& scratch) const override;
   std::string stage_image_source(const NamedContext& context) const override;
   std::optional<ImageEnv> external_image_env(const std::string& ref) const override;
   std::unique_ptr<BuildOutput> read_output() const override;

@@ -434,7 +434,8 @@ bool BuildkitEngine::has_stage_image(const NamedContext& context) const {
   return index && index->find(digest) != std::string::npos;
 }
 
-ImageConfigRead BuildkitEngine::stage_image_config(const NamedContext& context) const {
+tl::expected<ImageLayout, std::string>
+BuildkitEngine::stage_layout(const NamedContext& context) const {
   std::string digest = metadata_digest(context.metadata);
   if (digest.empty()) {
     return tl::unexpected(fmt::format("no build of stage '{}' is on record ({} names no digest)",
@@ -444,14 +445,27 @@ ImageConfigRead BuildkitEngine::stage_image_config(const NamedContext& context) 
     // A gated image (the final stage's) is built to its layout before its push, so that copy
     // is there to read; its pushed digest may differ (the registry's media types).
     if (has_local_copy(context)) {
-      return image_config_from_layout(context.layout);
+      return ImageLayout{context.layout, {}};
     }
     return tl::unexpected(fmt::format(
-        "stage '{}' was handed over through the registry ({}@{}) and kiln reads image configs "
-        "from OCI layouts only; rebuild it in this run, where its Dockerfile is linted first",
+        "stage '{}' was handed over through the registry ({}@{}) and kiln reads images from "
+        "OCI layouts only; rebuild it in this run, where its Dockerfile is linted first",
         context.name, context.pushed, digest));
   }
-  return image_config_from_layout(context.layout, digest);
+  return ImageLayout{context.layout, digest};
+}
+
+ImageConfigRead BuildkitEngine::stage_image_config(const NamedContext& context) const {
+  return stage_layout(context).and_then([](const ImageLayout& layout) {
+    return image_config_from_layout(layout.path, layout.digest);
+  });
+}
+
+tl::expected<ImageLayout, std::string>
+BuildkitEngine::stage_image_layout(const NamedContext& context,
+                                   const std::filesystem::path& scratch) const {
+  (void)scratch; // the image is in its layout already
+  return stage_layout(context);
 }
 
 bool BuildkitEngine::has_local_copy(const NamedContext& context) {

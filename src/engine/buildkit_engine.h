@@ -107,6 +107,9 @@ public:
     return context.metadata.string();
   }
   ImageConfigRead stage_image_config(const NamedContext& context) const override;
+  tl::expected<ImageLayout, std::string>
+  stage_image_layout(const NamedContext& context,
+                     const std::filesystem::path& scratch) const override;
   std::string stage_image_source(const NamedContext& context) const override;
   std::unique_ptr<BuildOutput> read_output() const override;
   /// The metadata file goes: a later stage is handed an image only through the digest it names.
@@ -120,6 +123,9 @@ public:
 
 private:
   /// Whether the layout of a stage handed over through the registry holds its gated copy.
+  /// The layout a stage's image is read from: its own, or for a gated image handed on
+  /// through the registry, the copy built before the push.
+  tl::expected<ImageLayout, std::string> stage_layout(const NamedContext& context) const;
   static bool has_local_copy(const NamedContext& context);
 
   BuildkitAddress m_address;

@@ -177,6 +177,11 @@ public:
   /// the publish gate grades, the labels and platform the index's gates read.
   virtual ImageConfigRead stage_image_config(const NamedContext& context) const = 0;
 
+  /// An OCI layout holding the image a stage left (`context`), to read its layers; `scratch`
+  /// is an empty folder the engine may export the image into, which the caller removes.
+  virtual tl::expected<ImageLayout, std::string>
+  stage_image_layout(const NamedContext& context, const std::filesystem::path& scratch) const = 0;
+
   /// Where `buildah manifest add` reads the image a stage left (`context`), as a transport
   /// reference: what an index is assembled from.
   virtual std::string stage_image_source(const NamedContext& context) const = 0;

@@ -267,6 +267,18 @@ image_configs_from_layout(const std::filesystem::path& layout) {
   });
 }
 
+tl::expected<ImageLayout, std::string> export_buildah_image(const std::string& image,
+                                                            const std::filesystem::path& dir) {
+  std::error_code ignored; // a folder that cannot be made fails the push, which says why
+  std::filesystem::create_directories(dir.parent_path(), ignored);
+  CapturedRun push = run_captured({"buildah", "push", "--quiet", image, "oci:" + dir.string()});
+  if (!push.exit.ok()) {
+    return tl::unexpected(
+        fmt::format("cannot export image {} with buildah push: {}", image, push.failure()));
+  }
+  return ImageLayout{dir, {}};
+}
+
 ImageConfigRead image_config_from_buildah(const std::string& image) {
   CapturedRun inspect = run_captured({"buildah", "inspect", "--type", "image", image});
   if (!inspect.exit.ok()) {

@@ -92,6 +92,18 @@ std::vector<IndexEntry> index_entries(std::string_view index_json);
 /// "" when no line has that shape.
 std::string manifest_added_digest(std::string_view output);
 
+/// Where an image's layers can be read: an OCI layout, and the digest of the image's entry in
+/// its index.json ("" for every image it holds).
+struct ImageLayout {
+  std::filesystem::path path;
+  std::string digest;
+};
+
+/// An image in buildah's store written as an OCI layout into `dir` (`buildah push oci:`), for
+/// reading its layers: buildah keeps them where only it can read them.
+tl::expected<ImageLayout, std::string> export_buildah_image(const std::string& image,
+                                                            const std::filesystem::path& dir);
+
 /// The config of an image in buildah's store (`buildah inspect --type image`).
 ImageConfigRead image_config_from_buildah(const std::string& image);
 

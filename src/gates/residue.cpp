@@ -194,7 +194,11 @@ std::optional<std::string> residue_detail(std::string_view rule, std::string_vie
     if (trim(content).empty()) {
       return std::nullopt;
     }
-    return fmt::format("a credentials file of the build host ({} bytes)", content.size());
+    const char* what = rule == "git-credentials"   ? "Git credentials"
+                       : rule == "ssh-private-key" ? "an SSH private key"
+                       : rule == "netrc"           ? "netrc credentials"
+                                                   : "AWS credentials";
+    return fmt::format("{} of the build host ({} bytes)", what, content.size());
   }
   if (rule == "private-key") {
     if (content.find("-----BEGIN") != std::string_view::npos &&

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/buildah_engine.h"
+#include "layer_tarball.h"
 
 namespace kiln::testing {
 
@@ -72,6 +73,21 @@ ImageConfigRead FakeEngine::stage_image_config(const NamedContext& context) cons
     config.env = env->second;
   }
   return config;
+}
+
+void FakeEngine::set_layers(const std::string& stage, std::vector<std::string> layers) {
+  std::lock_guard lock(m_mutex);
+  m_layers[stage] = std::move(layers);
+}
+
+tl::expected<ImageLayout, std::string>
+FakeEngine::stage_image_layout(const NamedContext& context,
+                               const std::filesystem::path& scratch) const {
+  std::lock_guard lock(m_mutex);
+  auto layers = m_layers.find(context.name);
+  write_layout(scratch, {{"linux/amd64",
+                          layers == m_layers.end() ? std::vector<std::string>() : layers->second}});
+  return ImageLayout{scratch, {}};
 }
 
 std::unique_ptr<BuildOutput> FakeEngine::read_output() const {

@@ -42,6 +42,9 @@ public:
   void script(const std::string& stage, std::vector<FakeBuild> builds);
   /// The Env the image of `stage` carries, for the image-env gate.
   void set_env(const std::string& stage, std::vector<std::string> env);
+  /// The layer blobs (tests/support/layer_tarball.h) the image of `stage` is made of, bottom
+  /// first; a stage without them has an image of no layers.
+  void set_layers(const std::string& stage, std::vector<std::string> layers);
 
   /// Stage names in the order their builds started, one entry per build.
   std::vector<std::string> builds() const;
@@ -61,6 +64,10 @@ public:
   }
   /// The Env set for the stage, and the labels and platform of the build that left the image.
   ImageConfigRead stage_image_config(const NamedContext& context) const override;
+  /// An OCI layout written into `scratch` from the stage's layers.
+  tl::expected<ImageLayout, std::string>
+  stage_image_layout(const NamedContext& context,
+                     const std::filesystem::path& scratch) const override;
   std::string stage_image_source(const NamedContext& context) const override {
     return "fake:" + context.image;
   }
@@ -74,6 +81,7 @@ private:
   mutable std::mutex m_mutex;
   mutable std::map<std::string, std::vector<FakeBuild>> m_scripts;
   std::map<std::string, std::vector<std::string>> m_env;
+  std::map<std::string, std::vector<std::string>> m_layers; // by stage
   mutable std::vector<std::string> m_builds;
   mutable std::vector<std::string> m_withdrawn;
   mutable std::vector<std::string> m_images;            // tags a successful build left

@@ -16,6 +16,7 @@
 #include "driver/records_lock.h"
 #include "fake_clock.h"
 #include "fake_engine.h"
+#include "layer_tarball.h"
 #include "temp_dir.h"
 #include "util/cancel.h"
 
@@ -314,11 +315,62 @@ TEST_F(RunLoop, KeepGoingBuildsTheIndependentBranchesAndSkipsWhatNeedsTheFailure
   EXPECT_EQ(doc["status"], "failed:a");
   EXPECT_EQ(doc["stages"][5]["status"], "skipped");
   // merge is the chain's final stage: the image-env gate it would have run did not run.
-  EXPECT_EQ(doc["stages"][5]["gates_not_run"], json::array({"image-env"}));
+  EXPECT_EQ(doc["stages"][5]["gates_not_run"], json::array({"image-env", "residue"}));
   EXPECT_NE(m_output.find("[merge] skipped: it needs a, which did not succeed; gates not run: "
                           "image-env"),
             std::string::npos)
       << m_output;
+}
+
+TEST_F(RunLoop, TheFinalImageCarryingABuildHostFileInAnyLayerIsRefused) {
+  write_chain("FROM scratch\nRUN step\n", "[gates]\nresidue_allow = [{ path = \"/etc/ssl/*.pem\", "
+                                          "reason = \"the test CA, public by design\" }]\n");
+  m_engine.set_layers(
+      "base", {testing::Tarball().file("root/.netrc", "machine h login u password p\n").gzip(),
+               testing::Tarball()
+                   .whiteout("root/.netrc")
+                   .file("etc/ssl/ca.pem", "-----BEGIN PRIVATE KEY-----\nMII\n")
+                   .zstd()});
+  EXPECT_EQ(run(), k_exit_gate) << m_output;
+  json doc = manifest();
+  EXPECT_EQ(doc["status"], "refused:residue:base");
+  EXPECT_EQ(doc["stages"][0]["outcome"], "refused");
+  const json& gates = doc["stages"][0]["gates"];
+  ASSERT_EQ(gates.size(), 2U) << gates.dump(); // image-env, then residue
+  EXPECT_EQ(gates[1]["gate"], "residue");
+  EXPECT_EQ(gates[1]["verdict"], "refused");
+  ASSERT_EQ(gates[1]["findings"].size(), 1U);
+  EXPECT_NE(gates[1]["findings"][0].get<std::string>().find(
+                "/root/.netrc: netrc: netrc credentials of the build host (29 bytes); added in "
+                "layer 1 of 2, deleted in layer 2: still published"),
+            std::string::npos)
+      << gates[1].dump();
+  EXPECT_NE(gates[1]["reason"].get<std::string>().find("1 allowed by [gates] residue_allow"),
+            std::string::npos);
+  EXPECT_NE(m_output.find("residue gate refused image of stage base"), std::string::npos)
+      << m_output;
+}
+
+TEST_F(RunLoop, AStageMissingAnArtifactOrOverItsLayerCeilingIsRefusedNamingEach) {
+  write_wide_chain();
+  std::string chain = m_dir.read("chain.toml");
+  chain.replace(chain.find("name = \"a\"\n"), 11,
+                "name = \"a\"\nartifacts = [\"/opt/lib/liba.so\", \"/opt/lib/libb.so\"]\n"
+                "max_layers = 1\n");
+  m_dir.write("chain.toml", chain);
+  m_engine.set_layers("a", {testing::Tarball().file("opt/lib/liba.so", "elf").gzip(),
+                            testing::Tarball().file("opt/lib/other.so", "elf").gzip()});
+  EXPECT_EQ(run(), k_exit_gate) << m_output;
+  json doc = manifest();
+  EXPECT_EQ(doc["status"], "refused:artifacts:a");
+  EXPECT_EQ(outcomes()["a"], "refused");
+  EXPECT_EQ(outcomes()["b"], "built");
+  EXPECT_EQ(outcomes()["a2"], "skipped:a");
+  std::string failure = doc["stages"][1]["failure"];
+  EXPECT_NE(failure.find("/opt/lib/libb.so is missing"), std::string::npos) << failure;
+  EXPECT_EQ(failure.find("liba.so is missing"), std::string::npos) << failure;
+  EXPECT_NE(failure.find("2 layers, over the stage's max_layers of 1"), std::string::npos)
+      << failure;
 }
 
 TEST_F(RunLoop, EveryFailureIsNamedInTheRunStatus) {
@@ -446,7 +498,7 @@ TEST_F(RunLoop, ALaneThatFailsLeavesTheOtherLaneToFinish) {
   json doc = manifest();
   EXPECT_EQ(doc["status"], "failed:arm64/app");
   EXPECT_EQ(doc["stages"][0]["lane"], "amd64");
-  EXPECT_EQ(doc["stages"][5]["gates_not_run"], json::array({"image-env"}));
+  EXPECT_EQ(doc["stages"][5]["gates_not_run"], json::array({"image-env", "residue"}));
   // Each lane's stages have logs of their own.
   EXPECT_TRUE(
       std::filesystem::exists(m_dir.path() / "records/latest/stages/arm64/app.attempt-1.log"));
