@@ -1017,10 +1017,10 @@ void Loader::read_stage(const toml::table& table) {
   stage.artifacts = get_strings(table, where, "artifacts", "an absolute path in the image");
   for (const auto& artifact : stage.artifacts) {
     if (!artifact.starts_with("/")) {
-      error(pos(*table.get("artifacts")),
-            fmt::format("artifact '{}' of stage '{}' is not an absolute path", artifact,
-                        stage.name),
-            "write the path the file has in the built image, e.g. \"/opt/lib/libx.so\"");
+      error(
+          pos(*table.get("artifacts")),
+          fmt::format("artifact '{}' of stage '{}' is not an absolute path", artifact, stage.name),
+          "write the path the file has in the built image, e.g. \"/opt/lib/libx.so\"");
     }
   }
   if (auto layers = get_floor(table, where, "max_layers")) {

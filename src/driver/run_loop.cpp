@@ -696,13 +696,12 @@ std::string Run::layer_gates(const Stage& stage, StageRecord& record) {
                             "or allow it in [gates] residue_allow with a reason (details in "
                             "driver.log)",
                             stage.name,
-                            stage.known_as() == m_chain.gates.final_stage
-                                ? " and is not published"
-                                : "")
+                            stage.known_as() == m_chain.gates.final_stage ? " and is not published"
+                                                                          : "")
               : fmt::format("artifacts gate: the image of stage {}: {}", stage.name,
-                            gate.verdict == "unreadable" ? "its layers cannot be read: " +
-                                                               gate.reason
-                                                         : join(gate.findings, "; "));
+                            gate.verdict == "unreadable"
+                                ? "its layers cannot be read: " + gate.reason
+                                : join(gate.findings, "; "));
     }
     record.gates.push_back(std::move(gate));
   }

@@ -92,7 +92,7 @@ void write_work_chain(const ChainDir& dir, const std::string& extra_chain,
 
 TEST(BuildkitRun, DemoChainHandsEachStageOverByOciLayoutDigest) {
   ChainDir dir;
-  dir.copy_demo_without_smoke_gate();
+  dir.copy_demo_for_replay();
   FakeBuildkit fake(dir);
   KilnResult run = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, nullptr, fake.env());
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -141,7 +141,7 @@ TEST(BuildkitRun, DemoChainHandsEachStageOverByOciLayoutDigest) {
 
 TEST(BuildkitRun, WithARegistryStagesArePushedAndBoundByDigest) {
   ChainDir dir;
-  dir.copy_demo_without_smoke_gate();
+  dir.copy_demo_for_replay();
   std::string chain = dir.read("chain.toml");
   chain.replace(chain.find("[chain]\n"), 8, "[chain]\nregistry = \"reg.example:5000/team\"\n");
   dir.write("chain.toml", chain);
@@ -349,7 +349,7 @@ TEST(BuildkitRun, RefusedLaunchesNameTheAddressOrTheVersion) {
 
 TEST(BuildkitRun, AVersionThatNamesNoReleaseWarnsAndTheRunGoesOn) {
   ChainDir dir;
-  dir.copy_demo_without_smoke_gate();
+  dir.copy_demo_for_replay();
   FakeBuildkit fake(dir);
   // What buildctl and buildkitd built from source without a version stamp report.
   KilnResult run = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, nullptr,
@@ -583,7 +583,7 @@ struct TwoLaneChain {
   TwoLaneChain(const ChainDir& dir, const LocalRegistry& registry)
       : dir(dir), fake(dir), amd64("unix://" + (dir.path() / "amd64.sock").string()),
         arm64("tcp://127.0.0.1:1235"), index(registry.host() + "/demo/app:1.0") {
-    dir.copy_demo_without_smoke_gate();
+    dir.copy_demo_for_replay();
     std::string chain = dir.read("chain.toml");
     chain.insert(chain.find("[defaults]"),
                  "[publish]\nindex = \"" + index + "\"\ntls_verify = false\n\n");

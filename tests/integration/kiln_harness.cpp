@@ -61,7 +61,7 @@ void ChainDir::copy_demo() const {
   }
 }
 
-void ChainDir::copy_demo_without_smoke_gate() const {
+void ChainDir::copy_demo_for_replay() const {
   copy_demo();
   std::string chain = read("chain.toml");
   const std::string kind = "kind = \"smoke\"\n";
@@ -69,6 +69,10 @@ void ChainDir::copy_demo_without_smoke_gate() const {
   EXPECT_NE(at, std::string::npos) << "the demo chain has no smoke stage";
   if (at != std::string::npos) {
     chain.erase(at, kind.size());
+  }
+  for (at = chain.find("\nartifacts = "); at != std::string::npos;
+       at = chain.find("\nartifacts = ")) {
+    chain.erase(at + 1, chain.find('\n', at + 1) - at);
   }
   write("chain.toml", chain);
 }

@@ -30,10 +30,10 @@ public:
 
   /// Copy in the demo chain (examples/hello) as it is in the source tree.
   void copy_demo() const;
-  /// The demo chain with its smoke stage made a build stage, for builds that replay recorded
-  /// output (tests/fake_buildctl): a recording prints no test summary, so the smoke gate would
-  /// refuse the stage.
-  void copy_demo_without_smoke_gate() const;
+  /// The demo chain for builds that replay recorded output (tests/fake_buildctl): its smoke
+  /// stage made a build stage (a recording prints no test summary, so the smoke gate would
+  /// refuse it) and its artifacts dropped (the fake's images have no layers to hold them).
+  void copy_demo_for_replay() const;
 
   void write(const std::string& relative, const std::string& content) const;
   std::string read(const std::string& relative) const;

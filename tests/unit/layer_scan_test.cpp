@@ -96,6 +96,37 @@ TEST(LayerTar, ABrokenLayerIsAnErrorThatSaysWhatIsWrong) {
   EXPECT_NE(cut.error().find("zstd"), std::string::npos) << cut.error();
 }
 
+TEST(LayerTar, ReadsTheLayersBuildahWrote) {
+  for (const char* compression : {"gz", "zst"}) {
+    std::vector<std::string> paths;
+    std::string npmrc;
+    auto walked =
+        walk_layer(std::string(KILN_TEST_FIXTURES) + "/layers/buildah-residue.tar." + compression,
+                   [&](const LayerEntry& e, const ContentReader& c) {
+                     paths.push_back(e.path);
+                     if (e.path == "root/.npmrc") {
+                       npmrc = c(k_residue_read_limit);
+                     }
+                   });
+    ASSERT_TRUE(walked) << walked.error();
+    EXPECT_EQ(paths, (std::vector<std::string>{"root", "root/.npmrc", "root/.ssh",
+                                               "root/.ssh/id_rsa", "run"}))
+        << compression;
+    EXPECT_EQ(npmrc, "//r/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789\n");
+
+    std::vector<std::string> whiteouts;
+    walked =
+        walk_layer(std::string(KILN_TEST_FIXTURES) + "/layers/buildah-whiteout.tar." + compression,
+                   [&](const LayerEntry& e, const ContentReader&) {
+                     if (e.whiteout) {
+                       whiteouts.push_back(e.path);
+                     }
+                   });
+    ASSERT_TRUE(walked) << walked.error();
+    EXPECT_EQ(whiteouts, (std::vector<std::string>{"root/.ssh/id_rsa"})) << compression;
+  }
+}
+
 struct ResidueCase {
   const char* path;
   const char* content;
