@@ -154,8 +154,8 @@ std::vector<GateRecord> ImageGates::grade_layers(const Stage& stage,
       }
       for (const auto& missing : scan.missing) {
         record.findings.push_back(fmt::format(
-            "{}{} is missing: the stage lists it in `artifacts`, and no layer of the image "
-            "holds it (a symlink to it counts only when its target is there)",
+            "{}{} is missing: the stage lists it in `artifacts`, and the image's layers do not "
+            "hold it (nor a symlink to it whose target they hold)",
             where, printable(missing)));
       }
       if (stage.max_layers > 0 && scan.layers > static_cast<size_t>(stage.max_layers)) {
@@ -188,9 +188,10 @@ std::vector<std::string> gate_lines(const std::string& stage, const GateRecord& 
                                 record.gate, record.subject, env ? "config" : "layers",
                                 record.reason));
   } else {
-    std::string what = env                        ? "build-host setting(s) in its Env"
-                       : record.gate == "residue" ? "build-host file(s) in its layers"
-                                                  : "missing artifact(s) or layer ceiling(s)";
+    std::string what = env ? "build-host setting(s) in its Env"
+                       : record.gate == "residue"
+                           ? "build-host file(s) in its layers"
+                           : "finding(s) against its artifacts and max_layers";
     lines.push_back(fmt::format("stage {}: {} gate refused {}: {} {}", stage, record.gate,
                                 record.subject, record.findings.size(), what));
     for (const auto& finding : record.findings) {
