@@ -1,4 +1,5 @@
 #include "chain/chain_loader.h"
+#include "temp_dir.h"
 
 #include <filesystem>
 #include <fstream>
@@ -744,6 +745,42 @@ TEST(LoadChain, SmokeFloorsOfAStageAreASmokeStagesOnly) {
                     "stage",
                     "add kind = \"smoke\"");
   expect_diagnostic(errors, file, 14, 15, "must be a count of 0 or more, not -1");
+}
+
+} // namespace
+} // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(LoadChain, ResidueAllowancesNeedAReasonAndArtifactsAnAbsolutePath) {
+  Diagnostics errors = load_errors("layer_gates_errors");
+  std::string file = chain_file("layer_gates_errors");
+  EXPECT_EQ(errors.size(), 5u) << describe(errors);
+  expect_diagnostic(errors, file, 7, 3,
+                    "the residue_allow entry for '/root/.npmrc' gives no reason",
+                    "say why this file may ship");
+  expect_diagnostic(errors, file, 8, 12, "a residue_allow entry needs a 'path': an absolute path");
+  expect_diagnostic(errors, file, 9, 3, "each of 'residue_allow' must be a table, not a string");
+  expect_diagnostic(errors, file, 15, 13,
+                    "artifact 'opt/bin/app' of stage 'app' is not an "
+                    "absolute path");
+  expect_diagnostic(errors, file, 16, 14, "'max_layers' must be 1 or more");
+}
+
+TEST(LoadChain, ResidueAllowancesAndArtifactsAreRead) {
+  testing::TempDir dir;
+  dir.write("app.Dockerfile", "FROM scratch\n");
+  dir.write("chain.toml", "[chain]\nname = \"lg\"\n[gates]\nresidue_allow = [{ path = \"/a/*\", "
+                          "reason = \"why\" }]\n[[stage]]\nname = \"app\"\ndockerfile = "
+                          "\"app.Dockerfile\"\nartifacts = [\"/opt/x\"]\nmax_layers = 12\n");
+  auto chain = load_chain(dir.path() / "chain.toml");
+  ASSERT_TRUE(chain) << describe(chain.error());
+  ASSERT_EQ(chain->gates.residue_allow.size(), 1u);
+  EXPECT_EQ(chain->gates.residue_allow[0].path, "/a/*");
+  EXPECT_EQ(chain->gates.residue_allow[0].reason, "why");
+  EXPECT_EQ(chain->stages[0].artifacts, std::vector<std::string>{"/opt/x"});
+  EXPECT_EQ(chain->stages[0].max_layers, 12);
 }
 
 } // namespace
