@@ -96,7 +96,7 @@ measure() {
   /usr/bin/time -f '%e %M' -o "$work/time" "$@" > "$work/out" 2>&1 || true
   tail -n 1 "$work/time" # GNU time puts "Command exited with non-zero status" first
 }
-kiln_s=() kiln_kb=() zcat_s=() zcat_kb=()
+kiln_s=() kiln_kb=() zcat_s=() zcat_kb=() one_s=()
 for ((i = 0; i < rounds; i++)); do
   read -r s kb < <(measure "$kiln" gate residue "$work/layout")
   kiln_s+=("$s") kiln_kb+=("$kb")
@@ -105,6 +105,9 @@ for ((i = 0; i < rounds; i++)); do
     cat "$work/out" >&2
     exit 1
   }
+  # The same scan held to one core: what the threads add, against zcat's one.
+  read -r s kb < <(measure taskset -c 0 "$kiln" gate residue "$work/layout")
+  one_s+=("$s")
   # shellcheck disable=SC2086
   read -r s kb < <(measure sh -c "zcat $layers > /dev/null")
   zcat_s+=("$s") zcat_kb+=("$kb")
@@ -114,5 +117,8 @@ k=$(median "${kiln_s[@]}")
 z=$(median "${zcat_s[@]}")
 echo "$(nproc) cores, $rounds rounds, medians"
 LC_ALL=C printf 'kiln gate residue  %.2f s  peak %d MB\n' "$k" "$(( $(median "${kiln_kb[@]}") / 1024 ))"
+LC_ALL=C printf 'kiln on one core   %.2f s\n' "$(median "${one_s[@]}")"
 LC_ALL=C printf 'zcat > /dev/null   %.2f s  peak %d MB\n' "$z" "$(( $(median "${zcat_kb[@]}") / 1024 ))"
-LC_ALL=C printf 'ratio              %.2f (target <= 1.3)\n' "$(awk -v k="$k" -v z="$z" 'BEGIN {print k / z}')"
+LC_ALL=C printf 'ratio              %.2f (target <= 1.3); on one core %.2f\n' \
+  "$(awk -v k="$k" -v z="$z" 'BEGIN {print k / z}')" \
+  "$(awk -v k="$(median "${one_s[@]}")" -v z="$z" 'BEGIN {print k / z}')"
