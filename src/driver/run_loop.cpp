@@ -904,7 +904,7 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
   if (deferred) {
     // A registry cache the build dropped after import flakes stays dropped for its push.
     deferred->drop_registry_cache = deferred->drop_registry_cache || request.drop_registry_cache;
-    m_folder.log(fmt::format("stage {}: image-env gate passed; publishing {}", stage.name,
+    m_folder.log(fmt::format("stage {}: image gates passed; publishing {}", stage.name,
                              deferred->pushed));
     Attempts published =
         attempt_until_done(stage, *deferred, record, Purpose::publish, index, count, import_flakes);
