@@ -393,7 +393,8 @@ std::string redacted(std::string_view secret) {
   return fmt::format("{}… ({} characters)", head, secret.size());
 }
 
-/// The word of k_secret_words `name` holds as a part, unless a part says it is no secret.
+} // namespace
+
 std::optional<std::string> secret_word(std::string_view name) {
   std::optional<std::string> found;
   std::string part;
@@ -416,8 +417,6 @@ std::optional<std::string> secret_word(std::string_view name) {
   }
   return end_part() ? found : std::nullopt;
 }
-
-} // namespace
 
 std::string build_host_name_message(std::string_view name, std::string_view pattern) {
   bool proxy = pattern.size() > 6 && iequals(pattern.substr(pattern.size() - 6), "_PROXY");
