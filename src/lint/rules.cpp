@@ -283,7 +283,9 @@ std::string suggest_name(std::string_view name, const std::vector<std::string_vi
   std::size_t best = 3;
   std::string_view match;
   for (std::string_view candidate : candidates) {
-    if (budget <= 0) {
+    // Every candidate looked at is charged, compared or not: skipping 40,000 names of the
+    // wrong length for each of 40,000 lookups is quadratic too.
+    if (budget-- <= 0) {
       break;
     }
     if (candidate == name) {
@@ -292,9 +294,8 @@ std::string suggest_name(std::string_view name, const std::vector<std::string_vi
     std::size_t gap = candidate.size() > name.size() ? candidate.size() - name.size()
                                                      : name.size() - candidate.size();
     if (gap >= best) {
-      continue; // cannot be nearer, and costs no comparison
+      continue; // cannot be nearer
     }
-    --budget;
     std::size_t d = bounded_distance(name, candidate, best - 1);
     if (d < best) {
       best = d;

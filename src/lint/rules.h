@@ -102,7 +102,7 @@ std::vector<int> stage_parents(const std::vector<std::vector<const Instruction*>
 /// `ARG NAME`.
 const std::map<std::string, std::string>& predefined_args();
 
-/// How many name comparisons one rule may spend on "did you mean" suggestions in one file.
+/// How many candidate names one rule may look at on "did you mean" suggestions in one file.
 constexpr long k_suggest_budget = 100'000;
 
 /// Blank-separated words of `s`, as a shell-form COPY's sources are.
@@ -122,7 +122,7 @@ std::string go_quote(std::string_view s);
 
 /// BuildKit's "did you mean" search (util/suggest): the first of `candidates` nearest to
 /// `name` by Levenshtein distance, at most 2 edits, none when one equals it. Each call may
-/// spend at most `budget` comparisons, taken from it: a file with 40,000 undefined names and
+/// look at most `budget` candidates, taken from it: a file with 40,000 undefined names and
 /// 40,000 declared ones gets suggestions for as many as its budget covers, not a quadratic
 /// search.
 std::string suggest_name(std::string_view name, const std::vector<std::string_view>& candidates,
