@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <sys/stat.h>
+
 #include "util/fs.h"
 
 namespace kiln {
@@ -284,18 +286,30 @@ bool DockerIgnore::excludes_root() const {
   });
 }
 
+namespace {
+
+// A stat first: most builds have no such file, and read_file's failure spells out its reason.
+std::optional<std::string> read_if_file(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return std::nullopt;
+  }
+  if (auto text = read_file(path)) {
+    return std::move(*text);
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
 std::optional<std::string> read_dockerignore(const std::filesystem::path& dockerfile,
                                              const std::filesystem::path& context) {
   auto beside = dockerfile;
   beside += ".dockerignore";
-  if (auto text = read_file(beside)) {
-    return std::move(*text);
+  if (auto text = read_if_file(beside)) {
+    return text;
   }
-  auto dir = context.empty() ? dockerfile.parent_path() : context;
-  if (auto text = read_file(dir / ".dockerignore")) {
-    return std::move(*text);
-  }
-  return std::nullopt;
+  return read_if_file((context.empty() ? dockerfile.parent_path() : context) / ".dockerignore");
 }
 
 } // namespace kiln

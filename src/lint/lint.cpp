@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <iterator>
 #include <map>
 #include <set>
@@ -278,6 +279,12 @@ std::optional<CheckConfig> instruction_check(std::string_view text, const Instru
   return parse_check_value(*value).config;
 }
 
+// glibc's memmem: std::string_view::find steps memchr from one `c` or `k` to the next, and
+// both are common letters in a Dockerfile.
+bool contains(std::string_view text, std::string_view needle) {
+  return memmem(text.data(), text.size(), needle.data(), needle.size()) != nullptr;
+}
+
 bool skipped(const CheckConfig& config, const RuleInfo& rule) {
   return config.skip_all || config.skip.count(std::string(rule.id)) != 0;
 }
@@ -340,9 +347,10 @@ LintResult lint_parsed(const std::string& file_name, std::string_view text, cons
     check_expose(ctx, findings);
   }
 
-  // `# check=` comments above single instructions; only a file that says `check` has any.
+  // `# check=` comments above single instructions; only a file that says `check` has any (the
+  // name is matched ignoring case; these are the casings anyone writes).
   std::map<int, CheckConfig> checks_by_line;
-  if (text.find("check") != std::string_view::npos) {
+  if (contains(text, "check") || contains(text, "CHECK") || contains(text, "Check")) {
     int previous_end = 0;
     for (const auto& ins : df.instructions) {
       if (auto config = instruction_check(text, ins, previous_end)) {
@@ -355,7 +363,7 @@ LintResult lint_parsed(const std::string& file_name, std::string_view text, cons
   // Suppressions bind to the instruction starting on the next line; findings carry that line.
   std::map<int, Suppression> by_line;
   // A file that never mentions the marker has no suppression comment to look for.
-  bool has_marker = text.find(k_suppress_marker) != std::string_view::npos;
+  bool has_marker = contains(text, k_suppress_marker);
   for (const auto& ins : df.instructions) {
     if (!has_marker) {
       break;

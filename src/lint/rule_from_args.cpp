@@ -252,32 +252,48 @@ std::optional<Platform> parse_platform(std::string_view text) {
 // multi-platform build, unless the stage's name says it is that platform's on purpose.
 void check_from_args(const LintContext& ctx, std::vector<LintFinding>& out) {
   const char escape = ctx.dockerfile.escape;
-  std::map<std::string, std::string> vars = predefined_args();
+  // Most files' FROMs name an image outright: then there is nothing to expand, and the global
+  // ARGs' values are not worth working out.
+  bool expands = std::any_of(ctx.stages.begin(), ctx.stages.end(), [](const auto& stage) {
+    const Instruction& from = *stage.front();
+    return (!from.args.empty() && from.args[0].find('$') != std::string::npos) ||
+           std::any_of(from.flags.begin(), from.flags.end(), [](const Flag& f) {
+             return f.name == "platform" && f.value.find('$') != std::string::npos;
+           });
+  });
+  std::map<std::string, std::string> vars;
   std::vector<std::string> declared; // global ARG names, suggestions' candidates
-  for (const auto& ins : ctx.dockerfile.instructions) {
-    if (keyword_is(ins, "from")) {
-      break;
-    }
-    if (!keyword_is(ins, "arg")) {
-      continue;
-    }
-    for (std::size_t i = 0; i + 1 < ins.args.size(); i += 2) {
-      declared.push_back(ins.args[i]);
-      if (i / 2 < ins.arg_has_value.size() && ins.arg_has_value[i / 2]) {
-        vars[ins.args[i]] = expand_words(ins.args[i + 1], vars, escape).value;
+  NameSet declared_set;
+  std::vector<std::string_view> candidates;
+  if (expands) {
+    vars = predefined_args();
+    for (const auto& ins : ctx.dockerfile.instructions) {
+      if (keyword_is(ins, "from")) {
+        break;
+      }
+      if (!keyword_is(ins, "arg")) {
+        continue;
+      }
+      for (std::size_t i = 0; i + 1 < ins.args.size(); i += 2) {
+        declared.push_back(ins.args[i]);
+        if (i / 2 < ins.arg_has_value.size() && ins.arg_has_value[i / 2]) {
+          vars[ins.args[i]] = expand_words(ins.args[i + 1], vars, escape).value;
+        }
       }
     }
-  }
-  NameSet declared_set;
-  for (const auto& name : declared) {
-    declared_set.insert(name);
-  }
-  std::vector<std::string_view> candidates(declared.begin(), declared.end());
-  for (const auto& [name, value] : predefined_args()) {
-    candidates.push_back(name);
+    for (const auto& name : declared) {
+      declared_set.insert(name);
+    }
+    candidates.assign(declared.begin(), declared.end());
+    for (const auto& [name, value] : predefined_args()) {
+      candidates.push_back(name);
+    }
   }
   long budget = k_suggest_budget;
   auto undeclared = [&](const Instruction& from, std::string_view word) {
+    if (word.find('$') == std::string_view::npos) {
+      return;
+    }
     for (const auto& name : expand_words(word, vars, escape).unset) {
       if (declared_set.contains(name)) {
         continue; // declared without a default: empty on purpose, as `ARG DEBUG` is
@@ -303,8 +319,7 @@ void check_from_args(const LintContext& ctx, std::vector<LintFinding>& out) {
       undeclared(from, value);
       auto used = expand_words(value, {}, escape).unset; // every name it references
       auto expanded = expand_words(value, vars, escape).value;
-      if (used.size() == 1 && used[0] == "TARGETPLATFORM" &&
-          expanded == vars.at("TARGETPLATFORM")) {
+      if (used.size() == 1 && used[0] == "TARGETPLATFORM" && expanded == vars["TARGETPLATFORM"]) {
         out.push_back(make_finding(ctx, from, 0, "redundant-target-platform",
                                    fmt::format("Setting platform to predefined {} in FROM is "
                                                "redundant as this is the default behavior",
@@ -320,7 +335,10 @@ void check_from_args(const LintContext& ctx, std::vector<LintFinding>& out) {
         }
       }
     }
-    if (!valid_image_reference(expand_words(base, vars, escape).value)) {
+    bool valid = base.find('$') == std::string::npos
+                     ? valid_image_reference(base)
+                     : valid_image_reference(expand_words(base, vars, escape).value);
+    if (!valid) {
       out.push_back(make_finding(
           ctx, from, arg_column(from, 0), "invalid-default-arg-in-from",
           fmt::format("Default value for ARG {} results in empty or invalid base image name",
