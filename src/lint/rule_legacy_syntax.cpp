@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "lint/rules.h"
@@ -8,7 +10,8 @@ namespace {
 // `ENV key value`: BuildKit reads the first word without `=` as the whole instruction's one
 // key, and the rest of the line, blanks and all, as its value.
 bool legacy_key_value(const Instruction& ins) {
-  std::string_view rest = std::string_view(ins.original).substr(ins.keyword.size());
+  std::string_view rest = ins.original;
+  rest.remove_prefix(std::min(rest.size(), ins.keyword.size()));
   std::size_t begin = rest.find_first_not_of(" \t");
   if (begin == std::string_view::npos) {
     return false;
