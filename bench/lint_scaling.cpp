@@ -1,6 +1,7 @@
 // How the parser's and lint's cost grows with their input, on the shapes that were quadratic
 // before (a flag on every continuation line, thousands of ARG lines, thousands of references or
-// addresses in one value, thousands of findings on one line). Each case runs at four sizes, each
+// addresses in one value, thousands of findings on one line, thousands of undefined names each
+// near a declared one). Lint runs with every rule on. Each case runs at four sizes, each
 // eight times the last; Google Benchmark fits the times and prints the complexity it finds
 // (`_BigO` and `_RMS` rows): linear is O(N) with a small RMS, a quadratic step shows as O(N^2)
 // or a large RMS against O(N).
@@ -33,8 +34,11 @@ void parse(benchmark::State& state, std::string (*make)(int)) {
 
 void lint(benchmark::State& state, std::string (*make)(int), bool render) {
   std::string text = make(static_cast<int>(state.range(0)));
+  kiln::LintOptions options;
+  options.warnings = true; // every rule, as `kiln lint` runs them
+  options.read_dockerignore = false;
   for (auto _ : state) {
-    auto result = kiln::lint_dockerfile("Dockerfile", text, kiln::LintOptions{});
+    auto result = kiln::lint_dockerfile("Dockerfile", text, options);
     if (result.parse_error) {
       state.SkipWithError("the input did not parse");
       return;
@@ -66,6 +70,10 @@ BENCHMARK_CAPTURE(lint, references_in_one_env_value, references_in_one_env_value
 BENCHMARK_CAPTURE(lint, findings_on_one_line_rendered, private_address_variables, true)
     ->Apply([](auto* b) { sizes(b, 25); });
 BENCHMARK_CAPTURE(lint, addresses_in_one_value, addresses_in_one_value, false)->Apply([](auto* b) {
+  sizes(b, 50);
+});
+
+BENCHMARK_CAPTURE(lint, near_miss_references, near_miss_references, false)->Apply([](auto* b) {
   sizes(b, 50);
 });
 

@@ -22,13 +22,21 @@ namespace kiln {
 
 CLI::App* add_lint_command(CLI::App& app, LintArgs& args) {
   CLI::App* lint = app.add_subcommand(
-      "lint", "Find build-host leaks, out-of-scope ARGs and cache mistakes in Dockerfiles");
+      "lint", "Find build-host leaks, out-of-scope ARGs, cache mistakes and BuildKit's check "
+              "warnings in Dockerfiles");
   lint->add_option("files", args.files,
                    "Dockerfiles to check (default with --chain: every stage's Dockerfile)");
   lint->add_option("--chain", args.chain_file,
                    "A chain file: its [gates] table sets the options below, which add to it");
-  lint->add_option("--format", args.format, "tty (default), json or sarif")
-      ->check(CLI::IsMember({"tty", "json", "sarif"}));
+  lint->add_option("--format", args.format,
+                   "tty (default), json, sarif, buildkit-json (BuildKit's lint result) or github "
+                   "(workflow annotations)")
+      ->check(CLI::IsMember({"tty", "json", "sarif", "buildkit-json", "github"}));
+  lint->add_flag("--errors-only", args.errors_only,
+                 "Only the findings that stop `kiln run`: no BuildKit style warnings");
+  lint->add_option("--context", args.context,
+                   "The FILES' build context, whose .dockerignore copy-ignored-file reads "
+                   "(default: each Dockerfile's folder; with --chain: each stage's context)");
   lint->add_option("--name", args.names,
                    "Another build-host variable name, NAME or PREFIX* (repeatable)")
       ->allow_extra_args(false);
@@ -48,6 +56,7 @@ int lint_command(const LintArgs& args) {
   std::vector<std::string> files = args.files;
   // The chain's own Dockerfiles, as its loader read and parsed them: not read twice.
   std::vector<const DockerfileSource*> sources;
+  std::vector<std::string> contexts; // of each chain Dockerfile: its first stage's context
   std::optional<Chain> chain;
   if (!args.chain_file.empty()) {
     chain = load_chain_or_report(args.chain_file, "", "nothing was linted");
@@ -56,9 +65,14 @@ int lint_command(const LintArgs& args) {
     }
     options = lint_options(chain->gates);
     if (files.empty()) {
-      sources = unique_dockerfiles(run_order(*chain));
+      auto stages = run_order(*chain);
+      sources = unique_dockerfiles(stages);
       for (const DockerfileSource* source : sources) {
         files.push_back(source->path.string());
+        auto stage = std::find_if(stages.begin(), stages.end(), [&](const Stage* s) {
+          return s->dockerfile_source.get() == source;
+        });
+        contexts.push_back(stage != stages.end() ? (*stage)->context.string() : "");
       }
     }
   } else if (files.empty()) {
@@ -74,18 +88,25 @@ int lint_command(const LintArgs& args) {
   }
   options.per_file_dirs.insert(options.per_file_dirs.end(), args.per_file_dirs.begin(),
                                args.per_file_dirs.end());
+  options.warnings = !args.errors_only;
+  options.context_dir = args.context;
   // Each file is read, linted and rendered on its own, so the files are spread over worker
   // threads; every result lands in its input slot and the output joins them in input order,
   // the same bytes as one thread would write.
   struct Slot {
     LintResult result;
-    std::string rendered; // tty text or JSON elements; SARIF is built from the results
+    std::string rendered; // tty text, JSON elements, or the file's text for buildkit-json
     std::string error;
   };
-  enum class Format { tty, json, sarif };
-  Format format = args.format == "json"    ? Format::json
-                  : args.format == "sarif" ? Format::sarif
-                                           : Format::tty;
+  enum class Format { tty, json, sarif, buildkit_json, github };
+  Format format = args.format == "json"            ? Format::json
+                  : args.format == "sarif"         ? Format::sarif
+                  : args.format == "buildkit-json" ? Format::buildkit_json
+                  : args.format == "github"        ? Format::github
+                                                   : Format::tty;
+  // Formats rendered from every result at the end keep each file's findings whole.
+  bool whole_results =
+      format == Format::sarif || format == Format::buildkit_json || format == Format::github;
   std::vector<Slot> slots(files.size());
   std::atomic<std::size_t> next{0};
   auto lint_batches = [&] {
@@ -104,7 +125,13 @@ int lint_command(const LintArgs& args) {
         std::string_view source_text;
         if (!sources.empty()) {
           source_text = sources[i]->text;
-          slot.result = lint_parsed(files[i], source_text, sources[i]->parsed, options);
+          if (contexts[i].empty()) {
+            slot.result = lint_parsed(files[i], source_text, sources[i]->parsed, options);
+          } else {
+            LintOptions in_context = options;
+            in_context.context_dir = contexts[i];
+            slot.result = lint_parsed(files[i], source_text, sources[i]->parsed, in_context);
+          }
         } else if (auto read = read_file_into(files[i], text); !read) {
           // read_file's reading, into one buffer per thread instead of one per file.
           slot.error = std::move(read.error());
@@ -113,7 +140,10 @@ int lint_command(const LintArgs& args) {
           source_text = text;
           slot.result = lint_dockerfile(files[i], text, options);
         }
-        if (format == Format::sarif) {
+        if (format == Format::buildkit_json) {
+          slot.rendered.assign(source_text); // BuildKit's sources hold each file's text
+        }
+        if (whole_results) {
           continue;
         }
         slot.rendered = format == Format::json ? render_json_elements(slot.result)
@@ -178,6 +208,15 @@ int lint_command(const LintArgs& args) {
     std::fputc('\n', stdout);
   } else if (format == Format::sarif) {
     fmt::print("{}\n", render_sarif(results));
+  } else if (format == Format::buildkit_json) {
+    std::vector<LintSource> texts;
+    texts.reserve(files.size());
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      texts.push_back({files[i], rendered[i]});
+    }
+    fmt::print("{}\n", render_buildkit_json(results, texts));
+  } else if (format == Format::github) {
+    fmt::print("{}", render_github(results));
   } else {
     for (const auto& text : rendered) {
       std::fwrite(text.data(), 1, text.size(), stdout);

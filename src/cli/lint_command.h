@@ -15,6 +15,8 @@ struct LintArgs {
   std::vector<std::string> cache_targets;
   std::string cache_arg;
   std::vector<std::string> per_file_dirs;
+  bool errors_only = false; // only what stops a `kiln run`
+  std::string context;      // the build context of the FILES, for their .dockerignore
 };
 
 /// `kiln lint [--chain CHAIN] [FILES...]`: returns the subcommand.

@@ -743,6 +743,9 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
       df.escape = (*directive)->value[0];
     } else if ((*directive)->name == "syntax") {
       df.syntax = (*directive)->value;
+    } else if ((*directive)->name == "check") {
+      df.check = (*directive)->value;
+      df.check_line = line_no;
     }
     return true;
   };
@@ -794,6 +797,7 @@ tl::expected<Dockerfile, ParseError> parse_dockerfile(std::string_view text) {
     }
     if (empty_continuation) {
       df.warnings.push_back("Empty continuation line found in: " + line);
+      df.empty_continuation_lines.push_back(lines.number());
     }
 
     // splitCommand: keyword, flags, then the trimmed rest.

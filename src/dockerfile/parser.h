@@ -63,8 +63,15 @@ inline bool keyword_is(const Instruction& ins, std::string_view keyword) {
 struct Dockerfile {
   char escape = '\\';
   std::string syntax;
+  /// The `# check=` parser directive's value as written (BuildKit's lint configuration), and
+  /// its line; empty and 0 without one.
+  std::string check;
+  int check_line = 0;
   std::vector<Instruction> instructions;
   std::vector<std::string> warnings;
+  /// For each instruction continued across an empty line: its last continuation line, where
+  /// BuildKit places the NoEmptyContinuation warning. Parallel to the `warnings` about them.
+  std::vector<int> empty_continuation_lines;
 };
 
 struct ParseError {

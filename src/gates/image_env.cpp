@@ -379,30 +379,6 @@ const std::vector<SecretShape>& secret_shapes() {
   return shapes;
 }
 
-/// The word of k_secret_words `name` holds as a part, unless a part says it is no secret.
-std::optional<std::string> secret_word(std::string_view name) {
-  std::optional<std::string> found;
-  std::string part;
-  auto end_part = [&]() -> bool {
-    if (k_not_secret_words.count(part) != 0) {
-      return false;
-    }
-    if (!found && k_secret_words.count(part) != 0) {
-      found = part;
-    }
-    part.clear();
-    return true;
-  };
-  for (char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c)) != 0) {
-      part += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    } else if (!end_part()) {
-      return std::nullopt;
-    }
-  }
-  return end_part() ? found : std::nullopt;
-}
-
 } // namespace
 
 /// A secret is never printed whole: its length, and its first 4 characters when they are at
@@ -427,6 +403,29 @@ std::vector<SecretMatch> secrets_in(std::string_view text) {
     }
   }
   return found;
+}
+
+std::optional<std::string> secret_word(std::string_view name) {
+  std::optional<std::string> found;
+  std::string part;
+  auto end_part = [&]() -> bool {
+    if (k_not_secret_words.count(part) != 0) {
+      return false;
+    }
+    if (!found && k_secret_words.count(part) != 0) {
+      found = part;
+    }
+    part.clear();
+    return true;
+  };
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) != 0) {
+      part += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (!end_part()) {
+      return std::nullopt;
+    }
+  }
+  return end_part() ? found : std::nullopt;
 }
 
 std::string build_host_name_message(std::string_view name, std::string_view pattern) {

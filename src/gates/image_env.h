@@ -59,6 +59,13 @@ std::optional<std::string> build_host_name(std::string_view name,
 /// `name` matters only for the VERSION exemption.
 std::vector<std::string> host_addresses(std::string_view name, std::string_view value);
 
+/// The secret word `name` holds as a whole part (split on anything but letters and digits,
+/// compared ignoring case): BuildKit's SecretsUsedInArgOrEnv words (apikey, auth, credential,
+/// credentials, key, password, pword, passwd, secret, token), lower-cased; nullopt when it holds
+/// none, or when a part is one of BuildKit's allow-words (public, file, version) or kiln's
+/// (path, dir, url, uri, endpoint, name, type, id, ids, fingerprint, gpg, pgp, size, length).
+std::optional<std::string> secret_word(std::string_view name);
+
 /// The finding's message for a variable `name` whose name matched `pattern`: what it does to a
 /// consumer (the builder's cache, credentials or proxy) and the fix.
 std::string build_host_name_message(std::string_view name, std::string_view pattern);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <iterator>
 #include <map>
 #include <set>
@@ -11,27 +12,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "lint/check_directive.h"
+#include "lint/dockerignore.h"
 #include "lint/rules.h"
 #include "util/diagnostic.h"
 
 namespace kiln {
 namespace {
-
-struct RuleInfo {
-  std::string_view id;
-  std::string_view description;
-};
-
-constexpr std::array k_rules = {
-    RuleInfo{"leak-env-name", "ENV sets a build-host cache or credential variable"},
-    RuleInfo{"leak-address", "ENV value or ARG default points at a private or link-local address"},
-    RuleInfo{"leak-env-expansion", "ENV copies a build-host variable under another name"},
-    RuleInfo{"arg-scope", "variable is declared by ARG only outside this stage and expands empty"},
-    RuleInfo{"cache-arg-missing", "compile-cache mount in a stage without the cache endpoint ARG"},
-    RuleInfo{"whole-dir-mount", "a per-file-only directory is mounted or copied whole"},
-    RuleInfo{"suppression-without-reason", "kiln-lint suppression without a reason"},
-    RuleInfo{"parse-error", "the Dockerfile does not parse"},
-};
 
 constexpr std::string_view k_suppress_marker = "kiln-lint";
 
@@ -136,7 +123,11 @@ std::optional<Suppression> parse_suppression(std::string_view line) {
   for (std::size_t pos = 0; pos <= ids.size();) {
     auto comma = ids.find(',', pos);
     auto id = ids.substr(pos, comma == std::string_view::npos ? ids.npos : comma - pos);
-    if (!id.empty()) {
+    // BuildKit's name for a rule suppresses it as its kiln id does, so suppressions carried
+    // over from BuildKit's docs read the same.
+    if (const RuleInfo* rule = find_rule(id)) {
+      s.rules.emplace(rule->id);
+    } else if (!id.empty()) {
       s.rules.emplace(id);
     }
     if (comma == std::string_view::npos) {
@@ -260,6 +251,46 @@ LintResult lint_dockerfile(const std::string& file_name, std::string_view text,
   return lint_parsed(file_name, text, *parsed, options);
 }
 
+namespace {
+
+// The `# check=` comment among the comments directly above `ins` (after the instruction
+// before it, and after the last empty `#` line, which BuildKit takes to end a comment block):
+// the topmost, as BuildKit takes the first.
+std::optional<CheckConfig> instruction_check(std::string_view text, const Instruction& ins,
+                                             int previous_end) {
+  std::optional<std::string_view> value;
+  std::size_t offset = ins.line_offset;
+  for (int line = ins.start.line - 1; line > previous_end && offset > 0; --line) {
+    std::size_t end = offset - 1; // the line end above `offset`
+    std::size_t nl = end == 0 ? std::string_view::npos : text.rfind('\n', end - 1);
+    offset = nl == std::string_view::npos ? 0 : nl + 1;
+    auto above = line_from(text, offset);
+    auto body = trim(above);
+    if (body == "#") {
+      break;
+    }
+    if (auto v = check_comment_value(above)) {
+      value = v;
+    }
+  }
+  if (!value) {
+    return std::nullopt;
+  }
+  return parse_check_value(*value).config;
+}
+
+// glibc's memmem: std::string_view::find steps memchr from one `c` or `k` to the next, and
+// both are common letters in a Dockerfile.
+bool contains(std::string_view text, std::string_view needle) {
+  return memmem(text.data(), text.size(), needle.data(), needle.size()) != nullptr;
+}
+
+bool skipped(const CheckConfig& config, const RuleInfo& rule) {
+  return config.skip_all || config.skip.count(std::string(rule.id)) != 0;
+}
+
+} // namespace
+
 LintResult lint_parsed(const std::string& file_name, std::string_view text, const Dockerfile& df,
                        const LintOptions& options) {
   LintResult result;
@@ -268,19 +299,71 @@ LintResult lint_parsed(const std::string& file_name, std::string_view text, cons
   for (const auto& ins : df.instructions) {
     start_lines.push_back(line_from(text, ins.line_offset));
   }
-  LintContext ctx{file_name, df, text, options, std::move(start_lines), split_stages(df)};
+  auto stages = split_stages(df);
+  auto parents = stage_parents(stages);
+  LintContext ctx{file_name,         df, text, options, std::move(start_lines), std::move(stages),
+                  std::move(parents)};
   std::vector<LintFinding> findings;
+
+  // The file's `# check=` directive: its skips and its error=true are BuildKit's, which fails
+  // the build on its warnings then; so does the run preflight.
+  CheckConfig file_check;
+  if (!df.check.empty()) {
+    auto parsed = parse_check_value(df.check);
+    if (parsed.config) {
+      file_check = *parsed.config;
+    } else {
+      findings.push_back({file_name, df.check_line, 1, "check-directive",
+                          fmt::format("failed to parse check options: {}; BuildKit refuses to "
+                                      "build this file",
+                                      parsed.error)});
+    }
+  }
+  const bool warnings = options.warnings || file_check.error;
+
   check_leak_env_name(ctx, findings);
   check_leak_address(ctx, findings);
   check_leak_env_expansion(ctx, findings);
   check_arg_scope(ctx, findings);
   check_cache_arg_missing(ctx, findings);
   check_whole_dir_mount(ctx, findings);
+  std::optional<std::string> dockerignore = options.dockerignore;
+  if (!dockerignore && options.read_dockerignore) {
+    dockerignore = read_dockerignore(file_name, options.context_dir);
+  }
+  if (dockerignore) {
+    check_copy_ignored_file(ctx, *dockerignore, findings);
+  }
+  if (warnings) {
+    check_wget_progress(ctx, findings);
+    check_stage_names(ctx, findings);
+    check_instruction_casing(ctx, findings);
+    check_legacy_syntax(ctx, findings);
+    check_runtime_config(ctx, findings);
+    check_workdir_relative_path(ctx, findings);
+    check_secrets_in_arg_env(ctx, findings);
+    check_from_args(ctx, findings);
+    check_undefined_var(ctx, findings);
+    check_expose(ctx, findings);
+  }
+
+  // `# check=` comments above single instructions; only a file that says `check` has any (the
+  // name is matched ignoring case; these are the casings anyone writes).
+  std::map<int, CheckConfig> checks_by_line;
+  if (contains(text, "check") || contains(text, "CHECK") || contains(text, "Check")) {
+    int previous_end = 0;
+    for (const auto& ins : df.instructions) {
+      if (auto config = instruction_check(text, ins, previous_end)) {
+        checks_by_line[ins.start.line] = std::move(*config);
+      }
+      previous_end = ins.end.line;
+    }
+  }
 
   // Suppressions bind to the instruction starting on the next line; findings carry that line.
   std::map<int, Suppression> by_line;
   // A file that never mentions the marker has no suppression comment to look for.
-  bool has_marker = text.find(k_suppress_marker) != std::string_view::npos;
+  bool has_marker = contains(text, k_suppress_marker);
   for (const auto& ins : df.instructions) {
     if (!has_marker) {
       break;
@@ -302,10 +385,29 @@ LintResult lint_parsed(const std::string& file_name, std::string_view text, cons
     by_line[ins.start.line] = std::move(*s);
   }
   for (auto& f : findings) {
-    auto it = by_line.find(f.line);
+    const RuleInfo& rule = rule_info(f.rule);
+    int anchor = f.anchor > 0 ? f.anchor : f.line;
+    // A `# check=` skips BuildKit's rules only, as BuildKit's does: kiln's own are silenced by
+    // a kiln-lint suppression, which carries its reason.
+    if (!rule.buildkit.empty()) {
+      if (skipped(file_check, rule)) {
+        continue;
+      }
+      if (auto it = checks_by_line.find(anchor);
+          it != checks_by_line.end() && skipped(it->second, rule)) {
+        continue;
+      }
+    }
+    auto it = by_line.find(anchor);
     if (it != by_line.end() && it->second.rules.count(f.rule) != 0) {
       ++result.suppressed;
       continue;
+    }
+    f.severity = rule.severity == Severity::error || (file_check.error && !rule.buildkit.empty())
+                     ? Severity::error
+                     : Severity::warning;
+    if (f.severity == Severity::warning && !options.warnings) {
+      continue; // a kiln rule's warning under error=true: BuildKit fails on its own rules only
     }
     result.findings.push_back(std::move(f));
   }
@@ -434,8 +536,12 @@ std::string render_json(const std::vector<LintResult>& results) {
 
 std::string render_sarif(const std::vector<LintResult>& results) {
   auto rules = nlohmann::json::array();
-  for (const auto& rule : k_rules) {
-    rules.push_back({{"id", rule.id}, {"shortDescription", {{"text", rule.description}}}});
+  for (const auto& rule : lint_rules()) {
+    nlohmann::json entry = {{"id", rule.id}, {"shortDescription", {{"text", rule.description}}}};
+    if (!rule.url.empty()) {
+      entry["helpUri"] = rule.url;
+    }
+    rules.push_back(std::move(entry));
   }
   auto sarif_results = nlohmann::json::array();
   for (const auto& f : all_findings(results)) {
@@ -443,7 +549,7 @@ std::string render_sarif(const std::vector<LintResult>& results) {
                              {"startColumn", std::max(f.column, 1)}};
     sarif_results.push_back(
         {{"ruleId", f.rule},
-         {"level", "error"},
+         {"level", f.severity == Severity::error ? "error" : "warning"},
          {"message", {{"text", f.message}}},
          {"locations",
           {{{"physicalLocation",

@@ -8,6 +8,7 @@
 
 #include "chain/chain.h"
 #include "dockerfile/parser.h"
+#include "lint/catalog.h"
 
 namespace kiln {
 
@@ -28,6 +29,18 @@ struct LintOptions {
       "PATH",          "HOME",      "HOSTNAME",   "TERM",          "PWD",
       "SHELL",         "USER",      "TARGETARCH", "TARGETOS",      "TARGETPLATFORM",
       "TARGETVARIANT", "BUILDARCH", "BUILDOS",    "BUILDPLATFORM", "BUILDVARIANT"};
+  /// Also run the rules of Severity::warning (BuildKit's style and likely-mistake checks).
+  /// `kiln lint` turns this on; the `kiln run` preflight leaves it off and so stops only on
+  /// errors, and on a file's warnings when its `# check=error=true` directive makes BuildKit
+  /// fail the build on them.
+  bool warnings = false;
+  /// The build context's `.dockerignore`, for copy-ignored-file: its text when the caller has
+  /// it, else (with read_dockerignore) read as BuildKit does: `<Dockerfile>.dockerignore`
+  /// beside the Dockerfile, else `.dockerignore` in context_dir (empty: the Dockerfile's
+  /// folder).
+  std::optional<std::string> dockerignore;
+  bool read_dockerignore = true;
+  std::string context_dir;
 };
 
 /// The built-in options with what a chain's [gates] table adds or replaces.
@@ -39,6 +52,13 @@ struct LintFinding {
   int column = 0;
   std::string rule;
   std::string message;
+  /// The start line of the instruction the finding is about, where suppressions and `# check=`
+  /// comments bind; 0 for `line`. BuildKit places a few findings elsewhere (an empty
+  /// continuation on the instruction's last line).
+  int anchor = 0;
+  /// The instruction's last line, for formats that show a range; 0 for `line`.
+  int end_line = 0;
+  Severity severity = Severity::error;
 };
 
 struct LintResult {
@@ -71,8 +91,27 @@ std::string render_json_elements(const LintResult& result);
 /// worker threads), written to `out` in chunks: never joined whole in memory.
 void write_json_elements(std::FILE* out, const std::vector<std::string>& parts);
 
-/// SARIF 2.1.0, one run, every finding at level "error".
+/// SARIF 2.1.0, one run, each finding at its severity's level ("error" or "warning").
 std::string render_sarif(const std::vector<LintResult>& results);
+
+/// BuildKit's lint result JSON (its frontend.lint subrequest's `result.json`, what
+/// `docker buildx build --call=check,format=json` prints): `warnings` with BuildKit's rule
+/// names, descriptions and URLs (kiln's own rules under their ids), `sources` holding every
+/// file linted (its text base64),
+/// and `buildError` for the first file that does not parse. `sources` name each file and hold
+/// its text, parallel to `results`; they are BuildKit's `sources`, without the build
+/// definition BuildKit adds, which a lint without a build does not have.
+struct LintSource {
+  std::string_view file;
+  std::string_view text;
+};
+std::string render_buildkit_json(const std::vector<LintResult>& results,
+                                 const std::vector<LintSource>& sources);
+
+/// GitHub Actions workflow commands, one line per finding:
+/// `::error file=F,line=L,col=C,title=RULE::message` (`::warning` for a warning), with
+/// GitHub's escaping of `%`, CR and LF everywhere and of `:` and `,` in the properties.
+std::string render_github(const std::vector<LintResult>& results);
 
 /// 2 when any file failed to parse, else 1 when any finding, else 0.
 int lint_exit_code(const std::vector<LintResult>& results);

@@ -18,25 +18,6 @@ std::string normalize(std::string path) {
   return path;
 }
 
-std::vector<std::string> split_blank(const std::string& s) {
-  std::vector<std::string> words;
-  std::string word;
-  for (char c : s) {
-    if (c == ' ' || c == '\t') {
-      if (!word.empty()) {
-        words.push_back(word);
-      }
-      word.clear();
-    } else {
-      word += c;
-    }
-  }
-  if (!word.empty()) {
-    words.push_back(word);
-  }
-  return words;
-}
-
 } // namespace
 
 // Directories listed per-file-only hold files that change independently; mounting or copying

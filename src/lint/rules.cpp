@@ -2,13 +2,19 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "util/strings.h"
 
 namespace kiln {
 
 LintFinding make_finding(const LintContext& ctx, const Instruction& ins, int column,
                          std::string rule, std::string message) {
-  return {ctx.file, ins.start.line, column > 0 ? column : ins.start.column, std::move(rule),
-          std::move(message)};
+  return {ctx.file,        ins.start.line,     column > 0 ? column : ins.start.column,
+          std::move(rule), std::move(message), ins.start.line,
+          ins.end.line,    Severity::error};
 }
 
 int arg_column(const Instruction& ins, std::size_t i) {
@@ -148,6 +154,155 @@ std::vector<std::string> shell_variable_refs(std::string_view script) {
     i = end - 1;
   }
   return names;
+}
+
+std::vector<int> stage_parents(const std::vector<std::vector<const Instruction*>>& stages) {
+  std::vector<int> parents(stages.size(), -1);
+  std::unordered_map<std::string, int> by_name;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const Instruction& from = *stages[s].front();
+    if (!from.args.empty()) {
+      // BuildKit matches a base to a stage name ignoring case; a later stage of the same name
+      // replaces the earlier one only for the stages after it.
+      if (auto it = by_name.find(lower(from.args[0])); it != by_name.end()) {
+        parents[s] = it->second;
+      }
+    }
+    if (from.args.size() == 3) {
+      by_name[lower(from.args[2])] = static_cast<int>(s);
+    }
+  }
+  return parents;
+}
+
+std::vector<std::string> split_blank(std::string_view s) {
+  std::vector<std::string> words;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) {
+      ++i;
+    }
+    std::size_t begin = i;
+    while (i < s.size() && s[i] != ' ' && s[i] != '\t') {
+      ++i;
+    }
+    if (i > begin) {
+      words.emplace_back(s.substr(begin, i - begin));
+    }
+  }
+  return words;
+}
+
+std::string_view written_keyword(const Instruction& ins) {
+  return std::string_view(ins.original).substr(0, ins.keyword.size());
+}
+
+bool is_lower(std::string_view s) {
+  return std::none_of(s.begin(), s.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+}
+
+bool is_upper(std::string_view s) {
+  return std::none_of(s.begin(), s.end(), [](char c) { return c >= 'a' && c <= 'z'; });
+}
+
+std::string go_quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    auto byte = static_cast<unsigned char>(c);
+    switch (c) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    default:
+      if (byte < 0x20 || byte == 0x7F) {
+        out += fmt::format("\\x{:02x}", byte);
+      } else {
+        out += c;
+      }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+namespace {
+
+// Levenshtein distance of `a` and `b` when it is at most `limit`, else limit + 1: only the
+// diagonal band of width 2 * limit + 1 can hold a smaller one, so each row costs O(limit).
+std::size_t bounded_distance(std::string_view a, std::string_view b, std::size_t limit) {
+  if (a.size() > b.size()) {
+    std::swap(a, b);
+  }
+  if (b.size() - a.size() > limit) {
+    return limit + 1;
+  }
+  constexpr std::size_t k_far = std::numeric_limits<std::size_t>::max() / 2;
+  std::vector<std::size_t> row(b.size() + 1, k_far);
+  std::vector<std::size_t> next(b.size() + 1, k_far);
+  for (std::size_t j = 0; j <= std::min(b.size(), limit); ++j) {
+    row[j] = j;
+  }
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t lo = i > limit ? i - limit : 0;
+    std::size_t hi = std::min(b.size(), i + limit);
+    std::fill(next.begin(), next.end(), k_far);
+    if (lo == 0) {
+      next[0] = i;
+    }
+    std::size_t best = next[0];
+    for (std::size_t j = std::max<std::size_t>(lo, 1); j <= hi; ++j) {
+      std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      next[j] = std::min({row[j] + 1, next[j - 1] + 1, row[j - 1] + cost});
+      best = std::min(best, next[j]);
+    }
+    if (best > limit) {
+      return limit + 1;
+    }
+    std::swap(row, next);
+  }
+  return std::min(row[b.size()], limit + 1);
+}
+
+} // namespace
+
+std::string suggest_name(std::string_view name, const std::vector<std::string_view>& candidates,
+                         long& budget) {
+  // BuildKit keeps a candidate only when it is nearer than the best so far, starting from 3.
+  std::size_t best = 3;
+  std::string_view match;
+  for (std::string_view candidate : candidates) {
+    // Every candidate looked at is charged, compared or not: skipping 40,000 names of the
+    // wrong length for each of 40,000 lookups is quadratic too.
+    if (budget-- <= 0) {
+      break;
+    }
+    if (candidate == name) {
+      return {}; // the name is defined after all: nothing to suggest
+    }
+    std::size_t gap = candidate.size() > name.size() ? candidate.size() - name.size()
+                                                     : name.size() - candidate.size();
+    if (gap >= best) {
+      continue; // cannot be nearer
+    }
+    std::size_t d = bounded_distance(name, candidate, best - 1);
+    if (d < best) {
+      best = d;
+      match = candidate;
+    }
+  }
+  return std::string(match);
 }
 
 std::vector<std::vector<const Instruction*>> split_stages(const Dockerfile& df) {

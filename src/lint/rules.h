@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -22,6 +23,9 @@ struct LintContext {
   std::vector<std::string_view> start_lines;
   /// split_stages(dockerfile), computed once for the rules that walk stage by stage.
   std::vector<std::vector<const Instruction*>> stages;
+  /// For each stage, the earlier stage its FROM names (`FROM build AS test`), -1 for an image:
+  /// what BuildKit carries from one to the other (ENV, ARG values, SHELL, WORKDIR).
+  std::vector<int> parents;
 
   std::string_view start_line(const Instruction& ins) const {
     return start_lines[static_cast<std::size_t>(&ins - dockerfile.instructions.data())];
@@ -90,11 +94,59 @@ std::vector<std::string> shell_variable_refs(std::string_view script);
 /// Instructions grouped by stage; instructions before the first FROM are not in any stage.
 std::vector<std::vector<const Instruction*>> split_stages(const Dockerfile& df);
 
+/// stage_parents for `stages`: the index of the earlier stage each FROM names, else -1.
+std::vector<int> stage_parents(const std::vector<std::vector<const Instruction*>>& stages);
+
+/// The ARGs BuildKit defines before the first FROM (frontend/dockerfile2llb/platform.go), with
+/// the values of an amd64 Linux builder: a FROM may use them undeclared, a stage only after
+/// `ARG NAME`.
+const std::map<std::string, std::string>& predefined_args();
+
+/// How many candidate names one rule may look at on "did you mean" suggestions in one file.
+constexpr long k_suggest_budget = 100'000;
+
+/// Blank-separated words of `s`, as a shell-form COPY's sources are.
+std::vector<std::string> split_blank(std::string_view s);
+
+/// The keyword as the file writes it (`ins.keyword` is lower-cased): BuildKit's messages name
+/// an instruction so, and the casing rules judge it.
+std::string_view written_keyword(const Instruction& ins);
+
+/// Whether `s` has no upper-case (lower-case) ASCII letter: BuildKit's casing rules compare a
+/// word to its strings.ToLower (ToUpper).
+bool is_lower(std::string_view s);
+bool is_upper(std::string_view s);
+
+/// Go's `%q` of `s`, as BuildKit's messages quote names and paths.
+std::string go_quote(std::string_view s);
+
+/// BuildKit's "did you mean" search (util/suggest): the first of `candidates` nearest to
+/// `name` by Levenshtein distance, at most 2 edits, none when one equals it. Each call may
+/// look at most `budget` candidates, taken from it: a file with 40,000 undefined names and
+/// 40,000 declared ones gets suggestions for as many as its budget covers, not a quadratic
+/// search.
+std::string suggest_name(std::string_view name, const std::vector<std::string_view>& candidates,
+                         long& budget);
+
 void check_leak_env_name(const LintContext& ctx, std::vector<LintFinding>& out);
 void check_leak_address(const LintContext& ctx, std::vector<LintFinding>& out);
 void check_leak_env_expansion(const LintContext& ctx, std::vector<LintFinding>& out);
 void check_arg_scope(const LintContext& ctx, std::vector<LintFinding>& out);
 void check_cache_arg_missing(const LintContext& ctx, std::vector<LintFinding>& out);
 void check_whole_dir_mount(const LintContext& ctx, std::vector<LintFinding>& out);
+void check_wget_progress(const LintContext& ctx, std::vector<LintFinding>& out);
+
+// BuildKit's checks (frontend/dockerfile/linter), one rule family a file.
+void check_stage_names(const LintContext& ctx, std::vector<LintFinding>& out);
+void check_instruction_casing(const LintContext& ctx, std::vector<LintFinding>& out);
+void check_legacy_syntax(const LintContext& ctx, std::vector<LintFinding>& out);
+void check_runtime_config(const LintContext& ctx, std::vector<LintFinding>& out);
+void check_workdir_relative_path(const LintContext& ctx, std::vector<LintFinding>& out);
+void check_secrets_in_arg_env(const LintContext& ctx, std::vector<LintFinding>& out);
+void check_from_args(const LintContext& ctx, std::vector<LintFinding>& out);
+void check_undefined_var(const LintContext& ctx, std::vector<LintFinding>& out);
+void check_copy_ignored_file(const LintContext& ctx, std::string_view dockerignore,
+                             std::vector<LintFinding>& out);
+void check_expose(const LintContext& ctx, std::vector<LintFinding>& out);
 
 } // namespace kiln

@@ -1,6 +1,7 @@
-// Lint on any text, rendered every way kiln renders it: a finding must point into the file,
-// the terminal text must hold no byte a terminal would act on, and JSON and SARIF must be
-// valid JSON whatever bytes the file holds.
+// Lint on any text with every rule on, rendered every way kiln renders it: a finding must
+// point into the file, the terminal text must hold no byte a terminal would act on, JSON, SARIF
+// and BuildKit's JSON must be valid JSON whatever bytes the file holds, and each GitHub
+// annotation must stay on its one line.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -17,6 +18,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     LintOptions o;
     o.extra_names = {"EVIL*", "MYCORP_CACHE"};
     o.per_file_dirs = {"ci/scripts", "./conf/"};
+    o.warnings = true;
+    // copy-ignored-file's patterns under fuzzing too, without reading the working folder.
+    o.dockerignore = "build/\n*.o\n**/secret*\nsrc/[a-c]?.txt\n";
     return o;
   }();
   std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -41,5 +45,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              json.size() == result.findings.size() + (result.parse_error ? 1 : 0));
   auto sarif = nlohmann::json::parse(render_sarif({result}), nullptr, false);
   FUZZ_CHECK(!sarif.is_discarded());
+  auto buildkit = nlohmann::json::parse(render_buildkit_json({result}, {{"fuzz.Dockerfile", text}}),
+                                        nullptr, false);
+  FUZZ_CHECK(!buildkit.is_discarded() && buildkit["sources"].size() == 1);
+  FUZZ_CHECK(buildkit["warnings"].is_null()
+                 ? result.findings.empty()
+                 : buildkit["warnings"].size() == result.findings.size());
+  std::string github = render_github({result});
+  FUZZ_CHECK(static_cast<std::size_t>(std::count(github.begin(), github.end(), '\n')) ==
+             result.findings.size() + (result.parse_error ? 1 : 0));
   return 0;
 }

@@ -52,6 +52,47 @@ TEST(LintCli, TheDemoChainIsCleanAndABadFileNamesEachFinding) {
       << before.output;
 }
 
+TEST(LintCli, BuildKitsWarningsAreReportedButOnlyErrorsStopARun) {
+  ChainDir dir;
+  dir.write("style.Dockerfile", "FROM alpine as build\nCMD run\n");
+  KilnResult all = dir.kiln({"lint", "style.Dockerfile"});
+  EXPECT_EQ(all.exit_code, 1) << all.output;
+  EXPECT_NE(all.output.find("style.Dockerfile:1:13: from-as-casing: 'as' and 'FROM' keywords' "
+                            "casing do not match"),
+            std::string::npos)
+      << all.output;
+  KilnResult errors = dir.kiln({"lint", "--errors-only", "style.Dockerfile"});
+  EXPECT_EQ(errors.exit_code, 0) << errors.output;
+
+  KilnResult github = dir.kiln({"lint", "--format", "github", "style.Dockerfile"});
+  EXPECT_EQ(github.exit_code, 1);
+  EXPECT_EQ(github.output,
+            "::warning file=style.Dockerfile,line=1,col=13,title=from-as-casing::'as' and 'FROM' "
+            "keywords' casing do not match\n"
+            "::warning file=style.Dockerfile,line=2,col=1,title=json-args-recommended::JSON "
+            "arguments recommended for CMD to prevent unintended behavior related to OS signals\n");
+
+  KilnResult buildkit = dir.kiln({"lint", "--format", "buildkit-json", "style.Dockerfile"});
+  EXPECT_EQ(buildkit.exit_code, 1);
+  auto doc = nlohmann::json::parse(buildkit.output);
+  EXPECT_EQ(doc["warnings"][0]["ruleName"], "FromAsCasing");
+  EXPECT_EQ(doc["warnings"][1]["url"],
+            "https://docs.docker.com/go/dockerfile/rule/json-args-recommended/");
+  EXPECT_EQ(doc["sources"][0]["filename"], "style.Dockerfile");
+
+  // The build context's .dockerignore: a COPY of what it excludes fails the build, so it is an
+  // error even with --errors-only.
+  dir.write("ctx/.dockerignore", "build/\n");
+  dir.write("app.Dockerfile", "FROM alpine\nCOPY build/app /app\n");
+  EXPECT_EQ(dir.kiln({"lint", "--errors-only", "app.Dockerfile"}).exit_code, 0);
+  KilnResult ignored = dir.kiln({"lint", "--errors-only", "--context", "ctx", "app.Dockerfile"});
+  EXPECT_EQ(ignored.exit_code, 1);
+  EXPECT_NE(ignored.output.find("app.Dockerfile:2:6: copy-ignored-file: Attempting to Copy file "
+                                "\"build/app\" that is excluded by .dockerignore"),
+            std::string::npos)
+      << ignored.output;
+}
+
 TEST(LintCli, AParseErrorOrAMissingFileIsExitTwo) {
   ChainDir dir;
   dir.write("broken.Dockerfile", "FROM scratch\nFOO bar\n");

@@ -62,4 +62,14 @@ std::string addresses_in_one_value(int n) {
   return text + "\n";
 }
 
+std::string near_miss_references(int n) {
+  std::string args = "FROM scratch\nARG";
+  std::string copy = "COPY";
+  for (int i = 0; i < n; ++i) {
+    args += fmt::format(" NAME{}X=1", i);
+    copy += fmt::format(" $NAME{}Y", i);
+  }
+  return args + "\n" + copy + " /dst/\n";
+}
+
 } // namespace kiln::testing

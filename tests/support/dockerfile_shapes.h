@@ -20,5 +20,8 @@ std::string references_in_one_env_value(int n);
 std::string private_address_variables(int n);
 /// One ENV value listing n private addresses.
 std::string addresses_in_one_value(int n);
+/// n ARGs, then one COPY using n names each one edit from a declared one: n undefined-var
+/// findings whose "did you mean" search could compare every pair.
+std::string near_miss_references(int n);
 
 } // namespace kiln::testing

@@ -51,6 +51,17 @@ TEST(LintScaling, ManyAddressesInOneValue) {
   EXPECT_FALSE(lint(addresses_in_one_value(20'000)).findings.empty());
 }
 
+TEST(LintScaling, ManyNearMissesOfManyDeclaredNames) {
+  // Every rule on: 40,000 undefined names, each one edit from one of 40,000 declared names.
+  // An unbounded "did you mean" search would compare 1.6 billion pairs.
+  LintOptions options;
+  options.warnings = true;
+  options.read_dockerignore = false;
+  auto result = lint_dockerfile("Dockerfile", near_miss_references(40'000), options);
+  ASSERT_FALSE(result.parse_error);
+  EXPECT_EQ(result.findings.size(), 40'000u);
+}
+
 TEST(LintScaling, TtyOutputGrowsWithTheFindingsNotWithTheirLine) {
   // Each finding shows its line clipped around the caret: printing the whole line for each of
   // 10,000 findings on one line made 1.69 GB.

@@ -27,6 +27,13 @@ std::string read_fixture(const std::string& name) {
 LintOptions test_options() {
   LintOptions options;
   options.per_file_dirs = {"ci/scripts"};
+  options.read_dockerignore = false; // the fixtures' folder is no build context
+  return options;
+}
+
+LintOptions all_rules() {
+  LintOptions options = test_options();
+  options.warnings = true;
   return options;
 }
 
@@ -299,6 +306,193 @@ TEST(LintMountOption, FirstNamedAliasLastValueAnyCase) {
   EXPECT_EQ(mount_option(mount, {"readonly"}), "");
   EXPECT_EQ(mount_option(mount, {"source", "src"}), std::nullopt);
   EXPECT_EQ(mount_option("", {"type"}), std::nullopt);
+}
+
+} // namespace
+} // namespace kiln
+
+namespace kiln {
+namespace {
+
+std::vector<std::string> rules_of(const LintResult& result) {
+  std::vector<std::string> out;
+  for (const auto& f : result.findings) {
+    out.push_back(f.rule + ":" + std::to_string(f.line));
+  }
+  return out;
+}
+
+TEST(LintCheckDirective, WarningsAreKilnLintsOnlyUnlessErrorIsTrue) {
+  std::string text = "FROM alpine as build\nCMD run\n";
+  // The run preflight's options: BuildKit's warnings do not stop a run.
+  EXPECT_EQ(rules_of(lint_dockerfile("x", text, test_options())), std::vector<std::string>{});
+  auto all = lint_dockerfile("x", text, all_rules());
+  EXPECT_EQ(rules_of(all),
+            (std::vector<std::string>{"from-as-casing:1", "json-args-recommended:2"}));
+  EXPECT_EQ(all.findings[0].severity, Severity::warning);
+  // error=true: BuildKit fails the build on them, so the preflight stops on them too.
+  auto strict = lint_dockerfile("x", "# check=error=true\n" + text, test_options());
+  EXPECT_EQ(rules_of(strict),
+            (std::vector<std::string>{"from-as-casing:2", "json-args-recommended:3"}));
+  EXPECT_EQ(strict.findings[0].severity, Severity::error);
+  EXPECT_EQ(lint_exit_code({strict}), 1);
+}
+
+TEST(LintCheckDirective, SkipTakesBuildKitNamesAndKilnIdsButNotKilnsOwnRules) {
+  std::string body = "FROM alpine as build\nCMD run\nENV SCCACHE_BUCKET=b\nRUN wget x\n";
+  auto buildkit =
+      lint_dockerfile("x", "# check=skip=FromAsCasing,json-args-recommended\n" + body, all_rules());
+  EXPECT_EQ(rules_of(buildkit),
+            (std::vector<std::string>{"leak-env-name:4", "wget-without-progress:5"}));
+  auto everything = lint_dockerfile("x", "#check=skip=all;error=true\n" + body, all_rules());
+  // skip=all is every BuildKit rule; kiln's are silenced only with a reason.
+  EXPECT_EQ(rules_of(everything),
+            (std::vector<std::string>{"leak-env-name:4", "wget-without-progress:5"}));
+  // error=true makes BuildKit's rules errors, not kiln's warnings.
+  EXPECT_EQ(everything.findings[1].severity, Severity::warning);
+}
+
+TEST(LintCheckDirective, ACommentAboveAnInstructionSkipsForItAlone) {
+  auto result = lint_dockerfile("x",
+                                "FROM alpine\n"
+                                "# check=skip=LegacyKeyValueFormat // on purpose\n"
+                                "\n"
+                                "ENV a b\n"
+                                "ENV c d\n",
+                                all_rules());
+  EXPECT_EQ(rules_of(result), std::vector<std::string>{"legacy-key-value-format:5"});
+}
+
+TEST(LintCheckDirective, AValueThatDoesNotParseIsAnError) {
+  auto result = lint_dockerfile("x", "# check=skip=all;bogus\nFROM alpine\n", test_options());
+  ASSERT_EQ(rules_of(result), std::vector<std::string>{"check-directive:1"});
+  EXPECT_NE(result.findings[0].message.find("invalid check option \"bogus\""), std::string::npos);
+  EXPECT_EQ(rules_of(lint_dockerfile("x", "# check=error=maybe\nFROM alpine\n", test_options())),
+            std::vector<std::string>{"check-directive:1"});
+}
+
+TEST(LintSuppression, BuildKitNamesSuppressAsKilnIdsDo) {
+  auto result = lint_dockerfile("x",
+                                "FROM alpine\n"
+                                "# kiln-lint ignore=UndefinedVar,leak-address reason=set by CI\n"
+                                "ENV A=$UNSET B=http://10.0.0.1/\n",
+                                all_rules());
+  EXPECT_EQ(result.suppressed, 2);
+  EXPECT_EQ(rules_of(result), std::vector<std::string>{});
+}
+
+TEST(LintRender, BuildKitJsonHasBuildKitsShape) {
+  std::string text = "FROM alpine\nCMD run\n";
+  auto result = lint_dockerfile("Dockerfile", text, all_rules());
+  std::string broken_text = "FROM\n";
+  auto broken = lint_dockerfile("bad.Dockerfile", broken_text, all_rules());
+  EXPECT_EQ(render_buildkit_json({result, broken},
+                                 {{"Dockerfile", text}, {"bad.Dockerfile", broken_text}}),
+            R"({
+  "warnings": [
+    {
+      "ruleName": "JSONArgsRecommended",
+      "description": "JSON arguments recommended for ENTRYPOINT/CMD to prevent unintended behavior related to OS signals",
+      "url": "https://docs.docker.com/go/dockerfile/rule/json-args-recommended/",
+      "detail": "JSON arguments recommended for CMD to prevent unintended behavior related to OS signals",
+      "location": {
+        "ranges": [
+          {
+            "start": {
+              "line": 2
+            },
+            "end": {
+              "line": 2
+            }
+          }
+        ]
+      }
+    }
+  ],
+  "sources": [
+    {
+      "filename": "Dockerfile",
+      "data": "RlJPTSBhbHBpbmUKQ01EIHJ1bgo=",
+      "language": "Dockerfile"
+    },
+    {
+      "filename": "bad.Dockerfile",
+      "data": "RlJPTQo=",
+      "language": "Dockerfile"
+    }
+  ],
+  "buildError": {
+    "message": ")" +
+                broken.parse_error->message + R"(",
+    "location": {
+      "sourceIndex": 1,
+      "ranges": [
+        {
+          "start": {
+            "line": 1
+          },
+          "end": {
+            "line": 1
+          }
+        }
+      ]
+    }
+  }
+})");
+  auto clean = lint_dockerfile("Dockerfile", "FROM alpine\n", all_rules());
+  auto doc = nlohmann::json::parse(render_buildkit_json({clean}, {{"Dockerfile", "FROM x\n"}}));
+  EXPECT_TRUE(doc["warnings"].is_null()); // Go's nil slice
+  EXPECT_FALSE(doc.contains("buildError"));
+}
+
+TEST(LintRender, BuildKitJsonEscapesAsGoDoes) {
+  LintResult r;
+  r.findings.push_back({"a<b>&c", 3, 1, "undefined-var", "x<y", 3, 4, Severity::warning});
+  auto out = render_buildkit_json({r}, {{"a<b>&c", ""}});
+  EXPECT_NE(out.find(R"("filename": "a\u003cb\u003e\u0026c")"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"("detail": "x\u003cy")"), std::string::npos);
+  EXPECT_NE(out.find(R"("end": {
+              "line": 4)"),
+            std::string::npos);
+}
+
+TEST(LintRender, GithubAnnotationsEscapeMessagesAndProperties) {
+  LintResult r;
+  r.findings.push_back(
+      {"dir,a:b%.Dockerfile", 2, 5, "leak-address", "100% bad\r\nline: two, three"});
+  r.findings.push_back(
+      {"Dockerfile", 7, 1, "json-args-recommended", "use JSON", 7, 7, Severity::warning});
+  EXPECT_EQ(render_github({r}),
+            "::error file=dir%2Ca%3Ab%25.Dockerfile,line=2,col=5,title=leak-address::100%25 "
+            "bad%0D%0Aline: two, three\n"
+            "::warning file=Dockerfile,line=7,col=1,title=json-args-recommended::use JSON\n");
+}
+
+TEST(LintRender, SarifLevelIsTheSeverity) {
+  auto result = lint_dockerfile("x", "FROM alpine\nCMD run\nENV SCCACHE_BUCKET=b\n", all_rules());
+  auto sarif = nlohmann::json::parse(render_sarif({result}));
+  const auto& results = sarif["runs"][0]["results"];
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0]["level"], "warning");
+  EXPECT_EQ(results[1]["level"], "error");
+}
+
+TEST(LintUndefinedVar, SuggestionsStayWithinTheirBudget) {
+  // 3,000 declared names and 3,000 near misses: every search may compare all declared names,
+  // so the budget runs out and later findings come without a suggestion, never slower.
+  std::string text = "FROM scratch\nARG";
+  for (int i = 0; i < 3000; ++i) {
+    text += " NAME" + std::to_string(i) + "X=1";
+  }
+  text += "\nCOPY";
+  for (int i = 0; i < 3000; ++i) {
+    text += " $NAME" + std::to_string(i) + "Y";
+  }
+  text += " /dst/\n";
+  auto result = lint_dockerfile("x", text, all_rules());
+  ASSERT_EQ(result.findings.size(), 3000u);
+  EXPECT_NE(result.findings.front().message.find("(did you mean $NAME0X?)"), std::string::npos);
+  EXPECT_EQ(result.findings.back().message.find("did you mean"), std::string::npos);
 }
 
 } // namespace
