@@ -41,7 +41,7 @@ cp /bin/busybox "$work/busybox"
 cd "$work"
 if [[ $engine == buildkit ]]; then
   # The fake buildctl's images have no layers: nothing to hold the demo's artifacts.
-  sed -i -e '/^kind = "smoke"$/d' -e '/^artifacts = /d' chain.toml
+  sed -i -e '/^kind = "smoke"$/d' -e '/^artifacts = /d' -e '/^max_layers = /d' chain.toml
 fi
 
 # Warm the layer cache, then take the exact commands kiln would run.

@@ -858,10 +858,11 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
   StageRecord& record = *m_record.find_stage(stage.name);
   record.status = "running";
   record.started = utc_iso8601(m_clock.wall());
-  // An image the gate grades after the build must not leave the host before it passes: build
-  // it to its local layout first, publish it once it passed.
+  // An image the gates read after the build must not leave the host before it passes, and
+  // kiln reads layers only from a local layout: build it there first, publish it once it
+  // passed.
   std::optional<BuildRequest> deferred;
-  if (m_gates->graded_after_build(stage) && !request.pushed.empty()) {
+  if (m_gates->layers_read_after_build(stage) && !request.pushed.empty()) {
     deferred = request;
     request.pushed.clear();
     request.cache_to.clear();
@@ -904,8 +905,8 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
   if (deferred) {
     // A registry cache the build dropped after import flakes stays dropped for its push.
     deferred->drop_registry_cache = deferred->drop_registry_cache || request.drop_registry_cache;
-    m_folder.log(fmt::format("stage {}: image gates passed; publishing {}", stage.name,
-                             deferred->pushed));
+    m_folder.log(
+        fmt::format("stage {}: image gates passed; publishing {}", stage.name, deferred->pushed));
     Attempts published =
         attempt_until_done(stage, *deferred, record, Purpose::publish, index, count, import_flakes);
     if (published.end != StageEnd::ok) {

@@ -70,9 +70,10 @@ void ChainDir::copy_demo_for_replay() const {
   if (at != std::string::npos) {
     chain.erase(at, kind.size());
   }
-  for (at = chain.find("\nartifacts = "); at != std::string::npos;
-       at = chain.find("\nartifacts = ")) {
-    chain.erase(at + 1, chain.find('\n', at + 1) - at);
+  for (const char* key : {"\nartifacts = ", "\nmax_layers = "}) {
+    for (at = chain.find(key); at != std::string::npos; at = chain.find(key)) {
+      chain.erase(at + 1, chain.find('\n', at + 1) - at);
+    }
   }
   write("chain.toml", chain);
 }

@@ -39,12 +39,22 @@ TEST(Run, DemoChainBuildsThenServesEveryStepFromTheLayerCache) {
     EXPECT_LT(stage["attempts"][0]["steps_cached"], stage["attempts"][0]["steps_run"])
         << stage["name"] << " was served from the cache on a cold run";
   }
-  // The final image passed the image-env gate; the smoke stage ran its self-test, whose summary
-  // met the chain's floors.
+  // The final image passed the image-env and residue gates and holds its artifacts, as the
+  // libraries' image holds theirs; the smoke stage ran its self-test, whose summary met the
+  // chain's floors.
   const json& final_stage = cold["stages"][3];
-  ASSERT_EQ(final_stage["gates"].size(), 1u) << final_stage;
-  EXPECT_EQ(final_stage["gates"][0]["subject"], "image of stage final");
-  EXPECT_EQ(final_stage["gates"][0]["verdict"], "pass");
+  ASSERT_EQ(final_stage["gates"].size(), 3u) << final_stage;
+  int gate = 0;
+  for (const char* name : {"image-env", "residue", "artifacts"}) {
+    EXPECT_EQ(final_stage["gates"][gate]["gate"], name);
+    EXPECT_EQ(final_stage["gates"][gate]["subject"], "image of stage final");
+    EXPECT_EQ(final_stage["gates"][gate]["verdict"], "pass") << final_stage["gates"][gate];
+    ++gate;
+  }
+  const json& libs_gates = cold["stages"][2]["gates"];
+  ASSERT_EQ(libs_gates.size(), 1u) << libs_gates;
+  EXPECT_EQ(libs_gates[0]["gate"], "artifacts");
+  EXPECT_EQ(libs_gates[0]["verdict"], "pass");
   EXPECT_NE(dir.read("records/latest/stages/smoke.attempt-1.log")
                 .find("\n2 passed, 0 failed, 0 skipped\n"),
             std::string::npos);
