@@ -6,23 +6,10 @@
 #include <fmt/format.h>
 
 #include "lint/catalog.h"
+#include "util/strings.h"
 
 namespace kiln {
 namespace {
-
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && is_space(s.back())) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 // Go's strconv.ParseBool.
 std::optional<bool> parse_bool(std::string_view v) {
@@ -56,7 +43,7 @@ std::vector<std::string_view> split(std::string_view s, char sep, std::size_t ma
 } // namespace
 
 CheckParse parse_check_value(std::string_view value) {
-  value = trim(value.substr(0, value.find(' ')));
+  value = trim_space(value.substr(0, value.find(' ')));
   CheckConfig config;
   if (value.empty()) {
     return {config, ""};
@@ -66,15 +53,15 @@ CheckParse parse_check_value(std::string_view value) {
     if (eq == std::string_view::npos) {
       return {std::nullopt, fmt::format("invalid check option \"{}\"", part)};
     }
-    auto key = trim(part.substr(0, eq));
-    auto v = trim(part.substr(eq + 1));
+    auto key = trim_space(part.substr(0, eq));
+    auto v = trim_space(part.substr(eq + 1));
     if (key == "skip") {
       if (v == "all") {
         config.skip_all = true;
         continue;
       }
       for (auto name : split(v, ',', std::string_view::npos)) {
-        if (const RuleInfo* rule = find_rule(trim(name))) {
+        if (const RuleInfo* rule = find_rule(trim_space(name))) {
           config.skip.emplace(rule->id);
         }
       }
@@ -98,7 +85,7 @@ std::optional<std::string_view> check_comment_value(std::string_view line) {
   if (at == std::string_view::npos || line[at] != '#') {
     return std::nullopt;
   }
-  auto body = trim(line.substr(at + 1));
+  auto body = trim_space(line.substr(at + 1));
   std::size_t i = 0;
   while (i < body.size() && std::isalnum(static_cast<unsigned char>(body[i]))) {
     ++i;
@@ -111,11 +98,11 @@ std::optional<std::string_view> check_comment_value(std::string_view line) {
       return std::nullopt;
     }
   }
-  auto rest = trim(body.substr(i));
+  auto rest = trim_space(body.substr(i));
   if (rest.empty() || rest.front() != '=') {
     return std::nullopt;
   }
-  auto value = trim(rest.substr(1));
+  auto value = trim_space(rest.substr(1));
   if (value.empty()) {
     return std::nullopt;
   }

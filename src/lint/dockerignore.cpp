@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "util/fs.h"
+#include "util/strings.h"
 
 namespace kiln {
 
@@ -46,20 +47,6 @@ Token token(Token::Kind kind, char c = 0) {
   t.kind = kind;
   t.c = c;
   return t;
-}
-
-bool trim_blank(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && trim_blank(s.front())) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && trim_blank(s.back())) {
-    s.remove_suffix(1);
-  }
-  return s;
 }
 
 // patternmatcher's compile: which of its four kinds the pattern is, and for a glob the tokens
@@ -231,13 +218,13 @@ std::optional<DockerIgnore> DockerIgnore::parse(std::string_view text) {
     if (line.starts_with("#")) {
       continue; // a comment only where the line starts with `#`, before any trimming
     }
-    line = trim(line);
+    line = trim_space(line);
     if (line.empty()) {
       continue;
     }
     bool exclusion = line.front() == '!';
     if (exclusion) {
-      line = trim(line.substr(1));
+      line = trim_space(line.substr(1));
       if (line.empty()) {
         return std::nullopt; // `!` alone: "illegal exclusion pattern"
       }

@@ -28,6 +28,15 @@ std::string_view trim(std::string_view text) {
   return text.substr(begin, end - begin + 1);
 }
 
+std::string_view trim_space(std::string_view text) {
+  const char* space = " \t\r\n\v\f";
+  size_t begin = text.find_first_not_of(space);
+  if (begin == std::string_view::npos) {
+    return {};
+  }
+  return text.substr(begin, text.find_last_not_of(space) - begin + 1);
+}
+
 std::string join(const std::vector<std::string>& parts, std::string_view separator) {
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) {

@@ -8,6 +8,9 @@ namespace kiln {
 
 std::vector<std::string> split(std::string_view text, char separator);
 std::string_view trim(std::string_view text);
+/// trim() of every ASCII space Go's strings.TrimSpace drops, \v and \f too: for text BuildKit
+/// reads with it (a `# check=` directive, a .dockerignore line).
+std::string_view trim_space(std::string_view text);
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 
 /// ASCII lower case: Dockerfile keywords and stage names compare case-insensitively.
