@@ -63,14 +63,6 @@ std::string_view trim_left(std::string_view s) {
   return s;
 }
 
-std::string_view trim_space(std::string_view s) {
-  s = trim_left(s);
-  while (!s.empty() && is_space(s.back())) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 std::string_view trim_newline(std::string_view s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) {
     s.remove_suffix(1);
