@@ -86,7 +86,14 @@ int residue_gate_command(const GateArgs& args) {
   }
   for (const auto& entry : args.allow) {
     auto eq = entry.find('=');
-    if (eq == std::string::npos || eq == 0 || trim(entry.substr(eq + 1)).empty()) {
+    if (!entry.starts_with("/")) {
+      fmt::print(stderr,
+                 "kiln: error: --allow '{}' is no absolute path; write --allow '/path/glob=why "
+                 "it may ship'\n",
+                 entry);
+      return k_exit_usage;
+    }
+    if (eq == std::string::npos || trim(entry.substr(eq + 1)).empty()) {
       fmt::print(stderr,
                  "kiln: error: --allow '{}' gives no reason; write --allow 'GLOB=why it may "
                  "ship'\n",

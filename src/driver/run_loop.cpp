@@ -680,17 +680,26 @@ std::string Run::layer_gates(const Stage& stage, StageRecord& record) {
     Unlocked waiting(m_mutex);
     gates = m_gates->grade_layers(stage, scratch);
   }
-  std::filesystem::remove_all(m_folder.path() / "layers", ignored);
+  // Only this stage's: stages building at once export side by side.
+  std::filesystem::remove_all(scratch, ignored);
+  for (auto dir = scratch.parent_path(); dir != m_folder.path(); dir = dir.parent_path()) {
+    std::filesystem::remove(dir, ignored); // fails, as it should, while another stage's is there
+  }
   if (interrupt_signal() != 0 || m_cancel.cancelled()) {
     return {}; // an export stopped by Ctrl-C left no verdict: build_stage says interrupted
   }
   std::string failure;
   for (auto& gate : gates) {
     gate_log(stage, gate);
-    if (gate.verdict != "pass" && failure.empty()) {
+    if (gate.verdict != "pass") {
       m_refused.push_back(fmt::format("refused:{}:{}", gate.gate, stage.name));
+    }
+    if (gate.verdict != "pass" && failure.empty()) {
       failure =
-          gate.gate == "residue"
+          gate.verdict == "unreadable"
+              ? fmt::format("{} gate: the layers of the image of stage {} cannot be read: {}",
+                            gate.gate, stage.name, gate.reason)
+          : gate.gate == "residue"
               ? fmt::format("residue gate: the image of stage {} carries build-host files in its "
                             "layers{}; keep each out of every layer (a build secret or mount), "
                             "or allow it in [gates] residue_allow with a reason (details in "
@@ -699,9 +708,7 @@ std::string Run::layer_gates(const Stage& stage, StageRecord& record) {
                             stage.known_as() == m_chain.gates.final_stage ? " and is not published"
                                                                           : "")
               : fmt::format("artifacts gate: the image of stage {}: {}", stage.name,
-                            gate.verdict == "unreadable"
-                                ? "its layers cannot be read: " + gate.reason
-                                : join(gate.findings, "; "));
+                            join(gate.findings, "; "));
     }
     record.gates.push_back(std::move(gate));
   }

@@ -178,7 +178,8 @@ public:
   virtual ImageConfigRead stage_image_config(const NamedContext& context) const = 0;
 
   /// An OCI layout holding the image a stage left (`context`), to read its layers; `scratch`
-  /// is an empty folder the engine may export the image into, which the caller removes.
+  /// is a path that does not exist yet, where the engine may export the image (its parent
+  /// made), and which the caller removes.
   virtual tl::expected<ImageLayout, std::string>
   stage_image_layout(const NamedContext& context, const std::filesystem::path& scratch) const = 0;
 

@@ -226,6 +226,13 @@ layout_images(const std::filesystem::path& layout, const std::string& digest) {
           !(entry.is_object() && entry.contains("digest") && entry["digest"] == digest)) {
         continue;
       }
+      // BuildKit's provenance and SBOM attestations sit in an index beside the images they
+      // describe, as manifests for the platform unknown/unknown: no image to read.
+      if (entry.is_object() && entry.contains("annotations") && entry["annotations"].is_object() &&
+          entry["annotations"].contains("vnd.docker.reference.type") &&
+          entry["annotations"]["vnd.docker.reference.type"] == "attestation-manifest") {
+        continue;
+      }
       if (++followed > k_layout_image_limit) {
         error = fmt::format("{}: more than {} images; kiln grades no more", layout.string(),
                             k_layout_image_limit);

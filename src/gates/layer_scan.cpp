@@ -34,8 +34,17 @@ struct LayerSummary {
   std::string error;
 };
 
+/// A layer the scan reads: a tar by its media type, or one with none given. A layout may hold
+/// other blobs among an image's "layers" (an attestation's in-toto statement).
+bool is_tar_layer(const LayerBlob& blob) {
+  return blob.media_type.empty() || blob.media_type.find("tar") != std::string::npos;
+}
+
 LayerSummary summarise(const LayerBlob& blob, const ScanOptions& options) {
   LayerSummary summary;
+  if (!is_tar_layer(blob)) {
+    return summary;
+  }
   const bool tree = !options.artifacts.empty();
   auto walked = walk_layer(blob.path, [&](const LayerEntry& entry, const ContentReader& content) {
     if (entry.opaque) {
@@ -138,7 +147,12 @@ tl::expected<ImageScan, std::string> scan_image(const LayoutImage& image,
   std::atomic<std::size_t> next{0};
   auto work = [&] {
     for (std::size_t i = next++; i < image.layers.size(); i = next++) {
-      summaries[i] = summarise(image.layers[i], options);
+      try {
+        summaries[i] = summarise(image.layers[i], options);
+      } catch (const std::exception& error) { // out of memory on a layer of millions of entries
+        summaries[i].error =
+            fmt::format("layer {}: {}", image.layers[i].path.string(), error.what());
+      }
     }
   };
   std::size_t threads =
@@ -181,6 +195,9 @@ tl::expected<ImageScan, std::string> scan_image(const LayoutImage& image,
       erase_tree(tree, dir, true);
     }
     for (auto& [path, entry] : layer.entries) {
+      if (entry.type != LayerEntry::Type::dir) {
+        erase_tree(tree, path, true); // a file in a folder's place hides what the folder held
+      }
       tree[path] = std::move(entry);
     }
     for (auto& hit : layer.hits) {

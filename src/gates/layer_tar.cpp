@@ -36,7 +36,7 @@ public:
 
 class FileInput : public RawInput {
 public:
-  explicit FileInput(const std::filesystem::path& path) : m_file(std::fopen(path.c_str(), "rb")) {
+  explicit FileInput(const std::filesystem::path& path) : m_file(std::fopen(path.c_str(), "rbe")) {
     if (m_file == nullptr) {
       throw LayerError{fmt::format("cannot open: {}", std::strerror(errno))};
     }
@@ -86,10 +86,24 @@ public:
   }
   void consume(std::size_t n) { m_pos += n; }
 
+  /// Whether the unread bytes start with `magic`, reading on when fewer are buffered: the end
+  /// of a gzip member may leave a byte or two before a refill.
   bool starts_with(std::string_view magic) {
-    // The magic is at most 4 bytes and a read fills far more, unless the blob is that short.
-    std::string_view head = available();
-    return head.substr(0, magic.size()) == magic;
+    if (m_end - m_pos < magic.size()) {
+      std::copy(m_buffer.begin() + static_cast<std::ptrdiff_t>(m_pos),
+                m_buffer.begin() + static_cast<std::ptrdiff_t>(m_end), m_buffer.begin());
+      m_end -= m_pos;
+      m_pos = 0;
+      while (m_end < magic.size()) {
+        std::size_t n = m_raw.read(m_buffer.data() + m_end, m_buffer.size() - m_end);
+        if (n == 0) {
+          break;
+        }
+        m_end += n;
+      }
+    }
+    return std::string_view(m_buffer.data() + m_pos, m_end - m_pos).substr(0, magic.size()) ==
+           magic;
   }
 
 private:
@@ -331,6 +345,9 @@ std::string record_text(TarInput& in, std::uint64_t size, const char* what) {
   return text;
 }
 
+/// PATH_MAX: a longer path is no file an image can hold, and every path is kept in memory.
+constexpr std::size_t k_path_limit = 4096;
+
 struct PaxOverrides {
   std::optional<std::string> path;
   std::optional<std::string> link;
@@ -413,7 +430,8 @@ void walk_tar(TarInput& in, const LayerVisitor& visit) {
       break;
     }
     std::string name(field(header.data(), 0, 100));
-    if (field(header.data(), 257, 5) == "ustar") {
+    // POSIX ustar only: GNU's magic is `ustar  ` and keeps times where POSIX keeps a prefix.
+    if (std::string_view(header.data() + 257, 6) == std::string_view("ustar\0", 6)) {
       if (std::string_view prefix = field(header.data(), 345, 155); !prefix.empty()) {
         name = std::string(prefix) + "/" + name;
       }
@@ -450,6 +468,11 @@ void walk_tar(TarInput& in, const LayerVisitor& visit) {
       break;
     }
     entry.size = size;
+    if (raw.find('\0') != std::string::npos || raw.size() > k_path_limit) {
+      throw LayerError{fmt::format("an entry path with a NUL byte or over {} bytes: not a path "
+                                   "any filesystem holds",
+                                   k_path_limit)};
+    }
     entry.path = normal_path(raw);
     std::size_t slash = entry.path.rfind('/');
     std::string_view base = std::string_view(entry.path).substr(slash + 1);
@@ -476,7 +499,8 @@ void walk_tar(TarInput& in, const LayerVisitor& visit) {
     if (!entry.path.empty() || entry.opaque) {
       visit(entry, content);
     }
-    in.skip(unread + (512 - size % 512) % 512);
+    in.skip(unread); // apart: a size near 2^64 plus its padding would wrap
+    in.skip((512 - size % 512) % 512);
   }
 }
 

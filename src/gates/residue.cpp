@@ -20,11 +20,21 @@ std::string_view base_name(std::string_view path) {
   return path.substr(path.rfind('/') + 1);
 }
 
+/// A line the config formats kiln reads take as a comment (`#`, `;`, apt's `//`): a setting
+/// commented out sets nothing.
+bool is_comment(std::string_view line) {
+  line = trim(line);
+  return line.starts_with('#') || line.starts_with(';') || line.starts_with("//");
+}
+
 /// What any config file says about the build host, line by line: a private address in a host
 /// position, a secret by its shape.
 void generic_findings(std::string_view content, std::vector<std::string>& out) {
   for (const std::string& text_line : split(content, '\n')) {
     std::string_view line = text_line;
+    if (is_comment(line)) {
+      continue;
+    }
     for (const auto& address : host_addresses("", line)) {
       out.push_back(fmt::format("names {}, a {} address of the build network", address,
                                 refused_address_kind(address).value_or("private")));
@@ -77,30 +87,41 @@ void pypirc_findings(std::string_view content, std::vector<std::string>& out) {
 
 /// A proxy setting, in either of apt's syntaxes: `Acquire::http::Proxy "http://…";` or
 /// `Acquire { http { Proxy "http://…"; }; };`. `DIRECT` and `false` turn a proxy off.
+/// A proxy setting, in any of apt's syntaxes: `Acquire::http::Proxy "http://…";`, for one host
+/// `Acquire::http::Proxy::deb.example.org "http://…";`, or nested, `Acquire { http { Proxy
+/// "http://…"; }; };`. `DIRECT` and `false` turn a proxy off.
 void apt_findings(std::string_view content, std::vector<std::string>& out) {
-  std::string text = lower(content);
-  for (std::size_t at = text.find("proxy"); at != std::string::npos;
-       at = text.find("proxy", at + 5)) {
-    std::size_t open = at + 5;
-    while (open < text.size() && (text[open] == ' ' || text[open] == '\t')) {
-      ++open;
-    }
-    if (open >= text.size() || text[open] != '"') {
+  for (const std::string& text_line : split(content, '\n')) {
+    if (is_comment(text_line)) {
       continue;
     }
-    std::size_t close = text.find('"', open + 1);
-    if (close == std::string::npos) {
-      continue;
+    std::string text = lower(text_line);
+    for (std::size_t at = text.find("proxy"); at != std::string::npos;
+         at = text.find("proxy", at + 5)) {
+      std::size_t open = at + 5;
+      if (text.compare(open, 2, "::") == 0) { // a host's own proxy
+        open = text.find_first_of(" \t\"", open + 2);
+      }
+      while (open < text.size() && (text[open] == ' ' || text[open] == '\t')) {
+        ++open;
+      }
+      if (open >= text.size() || text[open] != '"') {
+        continue;
+      }
+      std::size_t close = text.find('"', open + 1);
+      if (close == std::string::npos) {
+        continue;
+      }
+      std::string_view value = std::string_view(text_line).substr(open + 1, close - open - 1);
+      if (value.empty() || lower(value) == "direct" || lower(value) == "false") {
+        continue;
+      }
+      auto secrets = secrets_in(value);
+      out.push_back(secrets.empty()
+                        ? fmt::format("sets the build host's proxy, \"{}\"", printable(value))
+                        : fmt::format("sets the build host's proxy, with {}, {}", secrets[0].what,
+                                      secrets[0].shown));
     }
-    std::string_view value = content.substr(open + 1, close - open - 1);
-    if (value.empty() || lower(value) == "direct" || lower(value) == "false") {
-      continue;
-    }
-    auto secrets = secrets_in(value);
-    out.push_back(secrets.empty()
-                      ? fmt::format("sets the build host's proxy, \"{}\"", printable(value))
-                      : fmt::format("sets the build host's proxy, with {}, {}", secrets[0].what,
-                                    secrets[0].shown));
   }
 }
 
@@ -149,19 +170,23 @@ void docker_findings(std::string_view content, std::vector<std::string>& out) {
 std::string_view residue_rule(std::string_view path) {
   std::string_view base = base_name(path);
   std::string_view dir = path.substr(0, path.size() - base.size());
+  // A folder name whole, not a suffix of another (`foo.aws/credentials` is no AWS file).
+  auto in = [&](std::string_view folder) {
+    return dir == folder || dir.ends_with("/" + std::string(folder));
+  };
   if (base == ".git-credentials") {
     return "git-credentials";
   }
-  if (dir.ends_with(".ssh/") && base.starts_with("id_") && !base.ends_with(".pub")) {
+  if (in(".ssh/") && base.starts_with("id_") && !base.ends_with(".pub")) {
     return "ssh-private-key";
   }
   if (base == ".netrc" || base == "_netrc") {
     return "netrc";
   }
-  if (path.ends_with(".aws/credentials")) {
+  if (in(".aws/") && base == "credentials") {
     return "aws-credentials";
   }
-  if (path.ends_with(".docker/config.json")) {
+  if (in(".docker/") && base == "config.json") {
     return "docker-credentials";
   }
   if (base == ".npmrc" || base == "npmrc") {
@@ -170,10 +195,10 @@ std::string_view residue_rule(std::string_view path) {
   if (base == "pip.conf" || base == "pip.ini" || base == ".pypirc") {
     return "pip-config";
   }
-  if (path == "etc/apt/apt.conf" || path.starts_with("etc/apt/apt.conf.d/")) {
+  if (path == "etc/apt/apt.conf" || dir == "etc/apt/apt.conf.d/") {
     return "apt-proxy";
   }
-  if (path.ends_with("sccache/config") ||
+  if ((in("sccache/") && base == "config") ||
       (base.starts_with("sccache") && base.ends_with(".toml"))) {
     return "sccache-config";
   }

@@ -2,6 +2,7 @@
 // recording holds every shape of entry; tests/integration/residue_gate_test.cpp reads layers
 // buildah wrote).
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include "gates/layer_scan.h"
 #include "gates/layer_tar.h"
@@ -75,6 +76,31 @@ TEST(LayerTar, AContentNotAskedForIsSkippedAndTheNextEntryStillRead) {
                                  });
   ASSERT_TRUE(walked) << walked.error();
   EXPECT_EQ(paths, (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(LayerTar, GzipMembersOneAfterAnotherAreOneLayer) {
+  // As pigz and eStargz write layers: the tar cut anywhere, each piece its own gzip member.
+  std::string tar = Tarball().file("a", std::string(70000, 'a')).file("root/.netrc", "x").tar();
+  auto member = [](std::string_view bytes) {
+    z_stream z{};
+    deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+    std::string out(deflateBound(&z, bytes.size()), '\0');
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+    z.avail_in = static_cast<uInt>(bytes.size());
+    z.next_out = reinterpret_cast<Bytef*>(out.data());
+    z.avail_out = static_cast<uInt>(out.size());
+    deflate(&z, Z_FINISH);
+    out.resize(z.total_out);
+    deflateEnd(&z);
+    return out;
+  };
+  std::string blob;
+  for (std::size_t at = 0; at < tar.size(); at += 1000) {
+    blob += member(std::string_view(tar).substr(at, 1000));
+  }
+  auto seen = entries_of(blob);
+  ASSERT_EQ(seen.size(), 2U);
+  EXPECT_EQ(seen[1].path, "root/.netrc");
 }
 
 TEST(LayerTar, ABrokenLayerIsAnErrorThatSaysWhatIsWrong) {
@@ -159,6 +185,12 @@ TEST(Residue, EachKindIsRefusedAndItsHarmlessFormPasses) {
       {"etc/apt/apt.conf.d/01proxy", "Acquire { http { Proxy \"http://10.0.0.9:3142\"; }; };\n",
        "apt-proxy"},
       {"etc/apt/apt.conf.d/01proxy", "Acquire::http::Proxy \"DIRECT\";\n", ""},
+      {"etc/apt/apt.conf.d/01proxy",
+       "Acquire::http::Proxy::deb.example.org \"http://squid:3128\";\n", "apt-proxy"},
+      {"etc/apt/apt.conf.d/01proxy", "// Acquire::http::Proxy \"http://squid:3128\";\n", ""},
+      {"etc/pip.conf", "[global]\n# index-url = http://10.1.2.3/simple\n", ""},
+      {"srv/foo.aws/credentials", "[default]\naws_access_key_id = x\n", ""},
+      {"home/u/.aws/credentials", "[default]\naws_access_key_id = x\n", "aws-credentials"},
       {"etc/apt/apt.conf.d/docker-clean", "DPkg::Post-Invoke { \"rm -f /var/cache/apt/x\"; };\n",
        ""},
       {"root/.config/sccache/config", "[cache.webdav]\nendpoint = \"http://cache.lan:8080\"\n",
@@ -292,6 +324,19 @@ TEST(LayerScan, ArtifactsAreLookedUpInTheTreeTheLayersMake) {
   EXPECT_EQ(scans->front().missing,
             (std::vector<std::string>{"/opt/tmp/scratch", "/usr/lib/dangling.so",
                                       "/opt/app/bin/missing"}));
+}
+
+TEST(LayerScan, AFileInAFoldersPlaceHidesWhatTheFolderHeld) {
+  testing::TempDir dir;
+  testing::write_layout(dir.path(), {{"linux/amd64",
+                                      {Tarball().file("opt/lib/libx.so", "elf").gzip(),
+                                       Tarball().file("opt/lib", "now a file").gzip()}}});
+  ScanOptions options;
+  options.residue = false;
+  options.artifacts = {"/opt/lib/libx.so", "/opt/lib"};
+  auto scans = scan_layout(dir.path(), options);
+  ASSERT_TRUE(scans) << scans.error();
+  EXPECT_EQ(scans->front().missing, (std::vector<std::string>{"/opt/lib/libx.so"}));
 }
 
 } // namespace
