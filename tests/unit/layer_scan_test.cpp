@@ -103,6 +103,43 @@ TEST(LayerTar, GzipMembersOneAfterAnotherAreOneLayer) {
   EXPECT_EQ(seen[1].path, "root/.netrc");
 }
 
+TEST(LayerTar, AGzipMemberEndingJustBeforeARefillIsFollowedByTheNext) {
+  // The reader takes the blob 256 KiB at a time: a first member of 256 KiB less one byte leaves
+  // the next member's magic split across two reads.
+  constexpr std::size_t k_read = 256 << 10;
+  std::string tar = Tarball().file("big", std::string(400000, 'b')).file("root/.netrc", "x").tar();
+  // Stored (level 0), so the size follows the input's; the gzip header's file name pads it to
+  // the byte.
+  auto stored = [](std::string_view bytes, const std::string& name) {
+    z_stream z{};
+    deflateInit2(&z, 0, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+    gz_header head{};
+    std::vector<Bytef> field(name.begin(), name.end());
+    field.push_back(0);
+    if (!name.empty()) {
+      head.name = field.data();
+      deflateSetHeader(&z, &head);
+    }
+    std::string out(deflateBound(&z, bytes.size()) + field.size(), '\0');
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+    z.avail_in = static_cast<uInt>(bytes.size());
+    z.next_out = reinterpret_cast<Bytef*>(out.data());
+    z.avail_out = static_cast<uInt>(out.size());
+    deflate(&z, Z_FINISH);
+    out.resize(z.total_out);
+    deflateEnd(&z);
+    return out;
+  };
+  const std::size_t cut = k_read - 400;
+  std::string first = stored(std::string_view(tar).substr(0, cut), "");
+  ASSERT_LT(first.size(), k_read - 2);
+  first = stored(std::string_view(tar).substr(0, cut), std::string(k_read - 2 - first.size(), 'n'));
+  ASSERT_EQ(first.size(), k_read - 1);
+  auto seen = entries_of(first + stored(std::string_view(tar).substr(cut), ""));
+  ASSERT_EQ(seen.size(), 2U);
+  EXPECT_EQ(seen[1].path, "root/.netrc");
+}
+
 TEST(LayerTar, ABrokenLayerIsAnErrorThatSaysWhatIsWrong) {
   std::string gz = Tarball().file("a", std::string(5000, 'y')).gzip();
   auto truncated = walk_layer_bytes(gz.substr(0, gz.size() / 2), "blob1", [](auto&, auto&) {});
