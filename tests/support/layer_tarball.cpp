@@ -5,6 +5,7 @@
 #include <fstream>
 #include <functional>
 #include <stdexcept>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -119,14 +120,24 @@ std::string Tarball::tar() const {
 }
 
 std::string Tarball::gzip() const {
-  std::string in = tar();
+  return gzip_member(tar());
+}
+
+std::string gzip_member(std::string_view bytes, int level, const std::string& name) {
   z_stream z{};
-  if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+  if (deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
     throw std::runtime_error("deflateInit2");
   }
-  std::string out(deflateBound(&z, in.size()), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(in.data());
-  z.avail_in = static_cast<uInt>(in.size());
+  gz_header head{};
+  std::vector<Bytef> field(name.begin(), name.end());
+  field.push_back(0);
+  if (!name.empty()) {
+    head.name = field.data();
+    deflateSetHeader(&z, &head);
+  }
+  std::string out(deflateBound(&z, bytes.size()) + field.size(), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  z.avail_in = static_cast<uInt>(bytes.size());
   z.next_out = reinterpret_cast<Bytef*>(out.data());
   z.avail_out = static_cast<uInt>(out.size());
   deflate(&z, Z_FINISH);

@@ -28,6 +28,10 @@ private:
   std::string m_bytes;
 };
 
+/// `bytes` as one gzip member at `level` (0: stored, so its size follows the input's), with
+/// `name` in its header when given: a layer may be several members one after another.
+std::string gzip_member(std::string_view bytes, int level = 6, const std::string& name = {});
+
 /// One image of a composed layout: its platform (`linux/amd64`) and its layer blobs, bottom
 /// first.
 struct ComposedImage {

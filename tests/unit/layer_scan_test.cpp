@@ -2,7 +2,6 @@
 // recording holds every shape of entry; tests/integration/residue_gate_test.cpp reads layers
 // buildah wrote).
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include "gates/layer_scan.h"
 #include "gates/layer_tar.h"
@@ -81,22 +80,9 @@ TEST(LayerTar, AContentNotAskedForIsSkippedAndTheNextEntryStillRead) {
 TEST(LayerTar, GzipMembersOneAfterAnotherAreOneLayer) {
   // As pigz and eStargz write layers: the tar cut anywhere, each piece its own gzip member.
   std::string tar = Tarball().file("a", std::string(70000, 'a')).file("root/.netrc", "x").tar();
-  auto member = [](std::string_view bytes) {
-    z_stream z{};
-    deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-    std::string out(deflateBound(&z, bytes.size()), '\0');
-    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-    z.avail_in = static_cast<uInt>(bytes.size());
-    z.next_out = reinterpret_cast<Bytef*>(out.data());
-    z.avail_out = static_cast<uInt>(out.size());
-    deflate(&z, Z_FINISH);
-    out.resize(z.total_out);
-    deflateEnd(&z);
-    return out;
-  };
   std::string blob;
   for (std::size_t at = 0; at < tar.size(); at += 1000) {
-    blob += member(std::string_view(tar).substr(at, 1000));
+    blob += testing::gzip_member(std::string_view(tar).substr(at, 1000));
   }
   auto seen = entries_of(blob);
   ASSERT_EQ(seen.size(), 2U);
@@ -108,27 +94,9 @@ TEST(LayerTar, AGzipMemberEndingJustBeforeARefillIsFollowedByTheNext) {
   // the next member's magic split across two reads.
   constexpr std::size_t k_read = 256 << 10;
   std::string tar = Tarball().file("big", std::string(400000, 'b')).file("root/.netrc", "x").tar();
-  // Stored (level 0), so the size follows the input's; the gzip header's file name pads it to
-  // the byte.
+  // Stored, so the size follows the input's; the gzip header's file name pads it to the byte.
   auto stored = [](std::string_view bytes, const std::string& name) {
-    z_stream z{};
-    deflateInit2(&z, 0, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-    gz_header head{};
-    std::vector<Bytef> field(name.begin(), name.end());
-    field.push_back(0);
-    if (!name.empty()) {
-      head.name = field.data();
-      deflateSetHeader(&z, &head);
-    }
-    std::string out(deflateBound(&z, bytes.size()) + field.size(), '\0');
-    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-    z.avail_in = static_cast<uInt>(bytes.size());
-    z.next_out = reinterpret_cast<Bytef*>(out.data());
-    z.avail_out = static_cast<uInt>(out.size());
-    deflate(&z, Z_FINISH);
-    out.resize(z.total_out);
-    deflateEnd(&z);
-    return out;
+    return testing::gzip_member(bytes, 0, name);
   };
   const std::size_t cut = k_read - 400;
   std::string first = stored(std::string_view(tar).substr(0, cut), "");
