@@ -13,34 +13,19 @@
 namespace kiln::testing {
 namespace {
 
-/// Build `dockerfile` with buildah as `tag`; the harness folder holds busybox.
-void build(const ChainDir& dir, const std::string& dockerfile, const std::string& tag) {
-  dir.write("gate.Dockerfile", dockerfile);
-  std::string output;
-  ProcessExit exit =
-      run_process({{"buildah", "build", "--isolation", "chroot", "--layers", "--force-rm", "--file",
-                    (dir.path() / "gate.Dockerfile").string(), "--tag", tag, dir.path().string()},
-                   {},
-                   {}},
-                  [&](std::string_view chunk) { output += chunk; });
-  ASSERT_TRUE(exit.ok()) << output;
-}
-
 TEST(ImageEnvGate, RefusesABuiltImageThatCarriesTheBuildHost) {
   ChainDir dir;
   std::string leak = "localhost/gate-" + dir.nonce() + ":leak";
   std::string clean = "localhost/gate-" + dir.nonce() + ":clean";
-  build(dir,
-        "FROM scratch\nCOPY busybox /bin/busybox\n"
-        "ENV SCCACHE_DIR=/var/cache/sccache \\\n"
-        "    SCCACHE_WEBDAV_ENDPOINT=http://192.168.1.5:8080 \\\n"
-        "    CACHE_URL=https://10.20.30.40/cache \\\n"
-        "    CUDA_CURAND_VERSION=10.4.4.72\n",
-        leak);
-  build(dir,
-        "FROM scratch\nCOPY busybox /bin/busybox\n"
-        "ENV SCCACHE_DIR=/var/cache/sccache CUDA_CURAND_VERSION=10.4.4.72\n",
-        clean);
+  dir.build_image("FROM scratch\nCOPY busybox /bin/busybox\n"
+                  "ENV SCCACHE_DIR=/var/cache/sccache \\\n"
+                  "    SCCACHE_WEBDAV_ENDPOINT=http://192.168.1.5:8080 \\\n"
+                  "    CACHE_URL=https://10.20.30.40/cache \\\n"
+                  "    CUDA_CURAND_VERSION=10.4.4.72\n",
+                  leak);
+  dir.build_image("FROM scratch\nCOPY busybox /bin/busybox\n"
+                  "ENV SCCACHE_DIR=/var/cache/sccache CUDA_CURAND_VERSION=10.4.4.72\n",
+                  clean);
 
   KilnResult refused = dir.kiln({"gate", "image-env", leak});
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
@@ -60,7 +45,7 @@ TEST(ImageEnvGate, RefusesABuiltImageThatCarriesTheBuildHost) {
   EXPECT_EQ(extra.exit_code, 1) << extra.output;
 
   for (const auto& tag : {leak, clean}) {
-    run_process({{"buildah", "rmi", tag}, {}, {}}, [](std::string_view) {});
+    ChainDir::remove_image(tag);
   }
 }
 

@@ -78,6 +78,22 @@ void ChainDir::copy_demo_for_replay() const {
   write("chain.toml", chain);
 }
 
+void ChainDir::build_image(const std::string& dockerfile, const std::string& tag) const {
+  write("image.Dockerfile", dockerfile);
+  std::string output;
+  ProcessExit exit =
+      run_process({{"buildah", "build", "--isolation", "chroot", "--layers", "--force-rm", "--file",
+                    (m_path / "image.Dockerfile").string(), "--tag", tag, m_path.string()},
+                   {},
+                   {}},
+                  [&](std::string_view chunk) { output += chunk; });
+  ASSERT_TRUE(exit.ok()) << output;
+}
+
+void ChainDir::remove_image(const std::string& tag) {
+  run_process({{"buildah", "rmi", tag}, {}, {}}, [](std::string_view) {});
+}
+
 void ChainDir::write(const std::string& relative, const std::string& content) const {
   std::filesystem::path file = m_path / relative;
   std::filesystem::create_directories(file.parent_path());

@@ -49,6 +49,12 @@ public:
   /// test's own buildah commands share that store, and a removal reaches no one else's images.
   std::string private_buildah_store() const;
 
+  /// Build `dockerfile` (written into this folder, the build context) with buildah as `tag`, one
+  /// layer per step as kiln builds; the test fails when the build does.
+  void build_image(const std::string& dockerfile, const std::string& tag) const;
+  /// Remove the image tagged `tag`, if there is one.
+  static void remove_image(const std::string& tag);
+
   /// The manifest of the newest run, through the `latest` link.
   nlohmann::json latest_manifest() const;
 

@@ -9,23 +9,6 @@ namespace {
 
 using nlohmann::json;
 
-/// Build `dockerfile` with buildah as `tag`, one layer per step as kiln builds.
-void build(const ChainDir& dir, const std::string& dockerfile, const std::string& tag) {
-  dir.write("residue.Dockerfile", dockerfile);
-  std::string output;
-  ProcessExit exit = run_process(
-      {{"buildah", "build", "--isolation", "chroot", "--layers", "--file",
-        (dir.path() / "residue.Dockerfile").string(), "--tag", tag, dir.path().string()},
-       {},
-       {}},
-      [&](std::string_view chunk) { output += chunk; });
-  ASSERT_TRUE(exit.ok()) << output;
-}
-
-void remove(const std::string& tag) {
-  run_process({{"buildah", "rmi", tag}, {}, {}}, [](std::string_view) {});
-}
-
 /// Each residue kind, written by a RUN as a careless build step would; the SSH key is removed
 /// by a later step, which hides it from the final tree but not from the layer that has it.
 const char* k_residue_dockerfile =
@@ -55,7 +38,7 @@ const char* k_residue_dockerfile =
 TEST(ResidueGate, RefusesEachBuildHostFileIncludingOneALaterLayerDeleted) {
   ChainDir dir;
   std::string tag = "localhost/residue-" + dir.nonce() + ":leaky";
-  build(dir, k_residue_dockerfile, tag);
+  dir.build_image(k_residue_dockerfile, tag);
 
   KilnResult refused = dir.kiln({"gate", "residue", tag});
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
@@ -102,7 +85,7 @@ TEST(ResidueGate, RefusesEachBuildHostFileIncludingOneALaterLayerDeleted) {
   dir.write("chain.toml", "[chain]\nname = \"r" + dir.nonce() +
                               "\"\n[gates]\nresidue_allow = [{ path = \"/etc/ssl/private/*.key\", "
                               "reason = \"the test server's throwaway key\" }]\n"
-                              "[[stage]]\nname = \"s\"\ndockerfile = \"residue.Dockerfile\"\n");
+                              "[[stage]]\nname = \"s\"\ndockerfile = \"image.Dockerfile\"\n");
   KilnResult allowed = dir.kiln({"gate", "residue", tag, "--chain", "chain.toml"});
   EXPECT_EQ(allowed.exit_code, 1) << allowed.output;
   EXPECT_NE(allowed.output.find("kiln: allowed: /etc/ssl/private/server.key"), std::string::npos)
@@ -110,24 +93,24 @@ TEST(ResidueGate, RefusesEachBuildHostFileIncludingOneALaterLayerDeleted) {
   EXPECT_NE(allowed.output.find("10 build-host file(s) in its 5 layer(s); 1 allowed"),
             std::string::npos)
       << allowed.output;
-  remove(tag);
+  ChainDir::remove_image(tag);
 }
 
 TEST(ResidueGate, PassesACleanImageAndSaysWhatItCannotRead) {
   ChainDir dir;
   std::string tag = "localhost/residue-" + dir.nonce() + ":clean";
-  build(dir,
-        std::string(k_base_dockerfile) +
-            "RUN mkdir -p /etc/apt/apt.conf.d /root/.ssh && "
-            "echo 'registry=https://registry.npmjs.org/' > /root/.npmrc && "
-            "echo 'ssh-ed25519 AAAAC3Nz user@host' > /root/.ssh/id_ed25519.pub && "
-            "echo 'APT::Install-Recommends \"false\";' > /etc/apt/apt.conf.d/99norecommends\n",
-        tag);
+  dir.build_image(
+      std::string(k_base_dockerfile) +
+          "RUN mkdir -p /etc/apt/apt.conf.d /root/.ssh && "
+          "echo 'registry=https://registry.npmjs.org/' > /root/.npmrc && "
+          "echo 'ssh-ed25519 AAAAC3Nz user@host' > /root/.ssh/id_ed25519.pub && "
+          "echo 'APT::Install-Recommends \"false\";' > /etc/apt/apt.conf.d/99norecommends\n",
+      tag);
   KilnResult passes = dir.kiln({"gate", "residue", tag});
   EXPECT_EQ(passes.exit_code, 0) << passes.output;
   EXPECT_NE(passes.output.find("passes: no build-host file in its 3 layer(s)"), std::string::npos)
       << passes.output;
-  remove(tag);
+  ChainDir::remove_image(tag);
 
   KilnResult missing = dir.kiln({"gate", "residue", "localhost/no-such-image-" + dir.nonce()});
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
