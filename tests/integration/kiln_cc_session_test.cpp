@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -719,31 +720,43 @@ TEST(KilnCcSessionRealSccache, ConcurrentStepsNeverShareAServer) {
   if (!fs::exists("/usr/bin/sccache")) {
     GTEST_SKIP() << "no sccache installed";
   }
-  Step a(false);
-  Step b(false);
   // Both sessions are up before either compiles: a shares the host with b's server.
   auto step_script = [](const Step& self, const Step& other, const std::string& work) {
     return "cd " + quoted(self.dir().string()) + "\n" + k_hello +
            in_session("touch started\nwhile [ ! -e " + quoted((other.dir() / "started").string()) +
                       " ]; do sleep 0.05; done\n" + work + "$K session stats\n$K session stop\n");
   };
-  pid_t shell_a = a.spawn(step_script(a, b, "sccache cc -c hello.c -o hello.o\n"));
-  pid_t shell_b = b.spawn(step_script(b, a, ""));
-  int status_a = 0;
-  int status_b = 0;
-  ::waitpid(shell_a, &status_a, 0);
-  ::waitpid(shell_b, &status_b, 0);
-  Ran compiled = a.output();
-  Ran idle = b.output();
-  ASSERT_EQ(status_a, 0) << compiled.err;
-  ASSERT_EQ(status_b, 0) << idle.err;
-  EXPECT_NE(exported_port(compiled.out), exported_port(idle.out));
   auto last_stats = [](const std::string& out) {
     auto lines = lines_of(out);
     return cc::parse_stats_line(lines.empty() ? "" : lines.back()).value_or(cc::CompileStats{});
   };
-  EXPECT_EQ(last_stats(compiled.out).compile_requests, 1);
-  EXPECT_EQ(last_stats(idle.out).compile_requests, 0) << "b's server never saw a's compile";
+  // On a loaded CI host a's compile once went uncounted after a 10 s wait (sccache's client
+  // gives up starting a server after 10 s): that says nothing about sharing, so such a round is
+  // shown and run again, once. A fault of kiln's fails both.
+  for (int round = 1;; ++round) {
+    Step a(false);
+    Step b(false);
+    pid_t shell_a = a.spawn(step_script(a, b, "sccache cc -c hello.c -o hello.o\n"));
+    pid_t shell_b = b.spawn(step_script(b, a, ""));
+    int status_a = 0;
+    int status_b = 0;
+    ::waitpid(shell_a, &status_a, 0);
+    ::waitpid(shell_b, &status_b, 0);
+    Ran compiled = a.output();
+    Ran idle = b.output();
+    ASSERT_EQ(status_a, 0) << compiled.err;
+    ASSERT_EQ(status_b, 0) << idle.err;
+    EXPECT_NE(exported_port(compiled.out), exported_port(idle.out));
+    EXPECT_EQ(last_stats(idle.out).compile_requests, 0) << "b's server never saw a's compile\n"
+                                                        << idle.out << idle.err;
+    if (last_stats(compiled.out).compile_requests != 1 && round == 1) {
+      std::cout << "a's server did not count a's compile; once more. a printed:\n"
+                << compiled.out << compiled.err;
+      continue;
+    }
+    EXPECT_EQ(last_stats(compiled.out).compile_requests, 1) << compiled.out << compiled.err;
+    break;
+  }
 }
 
 TEST(KilnCcSessionRealSccache, ALevelItWasBuiltWithoutIsDroppedAndTheServerStarts) {
