@@ -3,6 +3,7 @@
 #include "cli/cache_command.h"
 #include "cli/disk_command.h"
 #include "cli/gate_command.h"
+#include "cli/history_command.h"
 #include "cli/lint_command.h"
 #include "cli/resources_command.h"
 #include "cli/run_command.h"
@@ -31,6 +32,10 @@ int dispatch(int argc, char** argv) {
   CLI::App* lint = kiln::add_lint_command(app, lint_args);
   std::string resources_csv;
   CLI::App* summarize = kiln::add_resources_command(app, resources_csv);
+  kiln::HistoryArgs history_args;
+  CLI::App* history = nullptr;
+  CLI::App* history_prune = nullptr;
+  kiln::add_history_command(app, history_args, history, history_prune);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -59,6 +64,12 @@ int dispatch(int argc, char** argv) {
   }
   if (residue_gate->parsed()) {
     return kiln::residue_gate_command(gate_args);
+  }
+  if (history_prune->parsed()) {
+    return kiln::history_prune_command(history_args);
+  }
+  if (history->parsed()) {
+    return kiln::history_command(history_args);
   }
   if (summarize->parsed()) {
     return kiln::resources_summarize_command(resources_csv);

@@ -134,6 +134,13 @@ struct PublishSettings {
   SourcePos pos;          // of `index`
 };
 
+/// When the end of a run flags a stage as slower than usual ([history] in the chain file; the
+/// median is over the stage's last 10 green builds like it: docs/forensics.md).
+struct HistorySettings {
+  double regression_percent = 20;
+  double regression_seconds = 30;
+};
+
 struct Stage {
   std::string name;
   StageKind kind = StageKind::build;
@@ -218,6 +225,7 @@ struct Chain {
   ResourceSettings resources;
   GateSettings gates;
   PublishSettings publish;
+  HistorySettings history;
   std::filesystem::path versions_file; // absolute; empty when the chain names none
   std::filesystem::path records;       // absolute
   KeyValues versions;                  // pins from versions_file, in file order

@@ -28,9 +28,9 @@ namespace {
 const std::vector<std::string> k_engines = {"buildah", "buildkit"};
 const std::vector<std::string> k_isolations = {"chroot", "oci", "rootless"};
 
-const std::vector<std::string> k_top_keys = {"chain", "engine", "defaults",  "transient",
-                                             "cache", "disk",   "resources", "gates",
-                                             "smoke", "stage",  "lane",      "publish"};
+const std::vector<std::string> k_top_keys = {"chain", "engine",    "defaults", "transient", "cache",
+                                             "disk",  "resources", "gates",    "smoke",     "stage",
+                                             "lane",  "publish",   "history"};
 const std::vector<std::string> k_lane_keys = {"name", "platform", "host",      "ca",
                                               "cert", "key",      "build_args"};
 const std::vector<std::string> k_gates_keys = {"host_env_names", "cache_mount_targets",
@@ -39,6 +39,7 @@ const std::vector<std::string> k_gates_keys = {"host_env_names", "cache_mount_ta
 const std::vector<std::string> k_residue_allow_keys = {"path", "reason"};
 const std::vector<std::string> k_smoke_keys = {"min_passed", "max_skipped"};
 const std::vector<std::string> k_publish_keys = {"index", "tls_verify"};
+const std::vector<std::string> k_history_keys = {"regression_percent", "regression_seconds"};
 const std::vector<std::string> k_disk_keys = {
     "path",       "need_gb",          "guard_gb",        "floor_gb",
     "keep_slugs", "buildkit_keep_gb", "watch_interval_s"};
@@ -214,6 +215,7 @@ private:
   void read_disk(const toml::table& root);
   void read_resources(const toml::table& root);
   void read_publish(const toml::table& root);
+  void read_history(const toml::table& root);
   void read_gates(const toml::table& root);
   void read_smoke(const toml::table& root);
   /// An array of strings; `what` says what one entry is, for the error on a non-string.
@@ -1304,6 +1306,29 @@ void Loader::check_gates() {
   }
 }
 
+void Loader::read_history(const toml::table& root) {
+  const auto* table = get<toml::table>(root, "at the top level", "history");
+  if (!table) {
+    return;
+  }
+  const std::string_view where = "in [history]";
+  check_keys(*table, where, k_history_keys);
+  for (auto [key, value] : {std::pair{"regression_percent", &m_chain.history.regression_percent},
+                            std::pair{"regression_seconds", &m_chain.history.regression_seconds}}) {
+    const toml::node* node = table->get(key);
+    if (!node) {
+      continue;
+    }
+    double number = node->value<double>().value_or(-1);
+    if (!node->is_number() || !std::isfinite(number) || number < 0 || number > 1e9) {
+      error(pos(*node), fmt::format("'{}' {} must be a number, 0 or more", key, where),
+            "write it like 20 or 2.5");
+      continue;
+    }
+    *value = number;
+  }
+}
+
 void Loader::read_publish(const toml::table& root) {
   const auto* table = get<toml::table>(root, "at the top level", "publish");
   if (!table) {
@@ -1609,6 +1634,7 @@ tl::expected<Chain, Diagnostics> Loader::load() {
   read_gates(root);
   read_smoke(root);
   read_publish(root);
+  read_history(root);
   for (const auto* table : tables_in(root, "transient")) {
     read_transient(*table);
   }

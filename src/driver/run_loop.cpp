@@ -31,6 +31,7 @@
 #include "driver/records.h"
 #include "driver/records_lock.h"
 #include "driver/run_folder.h"
+#include "driver/run_history.h"
 #include "driver/salvage.h"
 #include "driver/scheduler.h"
 #include "gates/smoke_floors.h"
@@ -247,6 +248,8 @@ private:
   void drop_registry_cache_after_flakes(const Stage& stage, BuildRequest& request,
                                         int import_flakes, int next_attempt);
   void save();
+  /// Index the finished run in the run history and say which stages took longer than usual.
+  void note_history();
   double seconds_since(Steady::time_point start) const {
     return std::chrono::duration<double>(m_clock.steady() - start).count();
   }
@@ -1382,14 +1385,25 @@ int Run::crashed(const std::string& reason) {
   save();
   m_console.note(fmt::format("internal error: {}; the run stopped and its record says so: {}",
                              reason, (m_folder.path() / "manifest.json").string()));
+  note_history();
   return k_exit_crash;
+}
+
+void Run::note_history() {
+  HistoryNotes notes = index_finished_run(m_chain, m_folder.path());
+  if (!notes.warning.empty()) {
+    m_folder.log("warning: the run history was not updated: " + notes.warning);
+    m_console.note("warning: the run history was not updated: " + notes.warning);
+  }
+  for (const std::string& line : notes.regressions) {
+    m_folder.log("regression: " + line);
+    m_console.note("regression: " + line);
+  }
 }
 
 int Run::execute_stages(const std::vector<const Stage*>& stages,
                         const std::vector<BuildRequest>& requests) {
-  for (const auto& [stage, build] : last_ok_builds(m_chain.records)) {
-    m_eta[stage] = build.seconds;
-  }
+  m_eta = stage_etas(m_chain);
   Steady::time_point start = m_clock.steady();
   save();
   m_folder.log(fmt::format("run {}: chain {} ({}), engine {} {}, host {}, stages: {}",
@@ -1470,6 +1484,7 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
                            join(m_record.critical_path, " -> "), m_record.critical_path_seconds));
   save();
   m_console.summary(m_record, m_folder.path());
+  note_history();
   return exit_code;
 }
 

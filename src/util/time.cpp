@@ -49,4 +49,13 @@ std::string human_duration(double seconds) {
   return text;
 }
 
+std::string short_duration(double seconds) {
+  if (seconds < 59.95) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1fs", seconds < 0 ? 0.0 : seconds);
+    return text;
+  }
+  return human_duration(seconds);
+}
+
 } // namespace kiln

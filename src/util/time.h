@@ -17,4 +17,7 @@ std::string make_run_id(SystemTime time);
 /// Seconds as a short human duration: `42s`, `3m07s`, `2h05m`.
 std::string human_duration(double seconds);
 
+/// Like human_duration, with tenths under a minute (`0.6s`, `12.4s`), where a second matters.
+std::string short_duration(double seconds);
+
 } // namespace kiln

@@ -61,6 +61,16 @@ void ChainDir::copy_demo() const {
   }
 }
 
+void ChainDir::copy_unique_demo() const {
+  copy_demo();
+  std::string chain = read("chain.toml");
+  chain.replace(chain.find("name = \"hello\""), 14, "name = \"hello-" + m_nonce + "\"");
+  write("chain.toml", chain);
+  std::string versions = read("versions.env");
+  versions.replace(versions.find("BASE_RELEASE=2026.12"), 20, "BASE_RELEASE=" + m_nonce);
+  write("versions.env", versions);
+}
+
 void ChainDir::copy_demo_for_replay() const {
   copy_demo();
   std::string chain = read("chain.toml");

@@ -30,6 +30,9 @@ public:
 
   /// Copy in the demo chain (examples/hello) as it is in the source tree.
   void copy_demo() const;
+  /// The demo chain under a chain name and base release of this test's own: its tags and layer
+  /// cache keys are nobody else's, so its first run builds every stage.
+  void copy_unique_demo() const;
   /// The demo chain for builds that replay recorded output (tests/fake_buildctl): its smoke
   /// stage made a build stage (a recording prints no test summary, so the smoke gate would
   /// refuse it) and its artifacts and layer ceilings dropped (the fake's images have no layers

@@ -14,20 +14,9 @@ namespace {
 
 using nlohmann::json;
 
-/// The demo chain in `dir`, named and pinned uniquely so its first run really builds.
-void copy_unique_demo(const ChainDir& dir) {
-  dir.copy_demo();
-  std::string chain = dir.read("chain.toml");
-  chain.replace(chain.find("name = \"hello\""), 14, "name = \"hello-" + dir.nonce() + "\"");
-  dir.write("chain.toml", chain);
-  std::string versions = dir.read("versions.env");
-  versions.replace(versions.find("BASE_RELEASE=2026.12"), 20, "BASE_RELEASE=" + dir.nonce());
-  dir.write("versions.env", versions);
-}
-
 TEST(Run, DemoChainBuildsThenServesEveryStepFromTheLayerCache) {
   ChainDir dir;
-  copy_unique_demo(dir);
+  dir.copy_unique_demo();
 
   KilnResult first = dir.kiln({"run", "chain.toml"});
   ASSERT_EQ(first.exit_code, 0) << first.output;

@@ -1,0 +1,24 @@
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include <tl/expected.hpp>
+
+#include "chain/chain.h"
+
+namespace kiln {
+
+/// The records folder a reading command works on: `records` when given, else the one the chain
+/// file names (`[chain] records`), else `./records`. An error names what is missing and how to
+/// point at it.
+/// With a chain file, `history` (when given) gets its [history] settings.
+tl::expected<std::filesystem::path, std::string> records_folder(const std::string& records,
+                                                                const std::string& chain_file,
+                                                                HistorySettings* history = nullptr);
+
+/// A run's folder from a run folder path, a run id under `records`, or `latest`.
+tl::expected<std::filesystem::path, std::string> run_folder(const std::string& run,
+                                                            const std::filesystem::path& records);
+
+} // namespace kiln

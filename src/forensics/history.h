@@ -1,0 +1,121 @@
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <tl/expected.hpp>
+
+struct sqlite3;
+
+namespace kiln {
+
+/// When a stage's build counts as slower than usual: over both thresholds against the median
+/// of its last `baseline_runs` green builds (docs/forensics.md, "Run history").
+struct RegressionRule {
+  double percent = 20;
+  double seconds = 30;
+  int baseline_runs = 10;
+};
+
+/// A run history keeps at least this many runs unless told otherwise (`kiln history prune`).
+constexpr int k_history_keep_default = 1000;
+
+/// One stage of one indexed run.
+struct StageRun {
+  std::string run_id;
+  std::string started;
+  std::string run_status;
+  std::string stage;
+  std::string lane;
+  std::string status;  // the stage's: ok | failed | refused | interrupted | skipped | ...
+  std::string outcome; // built | reused | failed | ...
+  double seconds = 0;
+  int attempts = 0;
+  std::string verdicts; // the attempts' verdicts, comma-separated
+  long compile_requests = -1;
+  long compile_hits = -1;
+  double idle_tail_seconds = -1; // -1: unknown (the run's logs were not analysed)
+  bool clipped = false;
+  bool green() const { return status == "ok"; }
+};
+
+struct Regression {
+  std::string run_id;
+  std::string stage;
+  std::string lane;
+  std::string outcome;
+  double seconds = 0;
+  double median_seconds = 0;
+  int baseline_runs = 0; // green builds the median was taken over
+};
+
+/// Every finished run of one records folder, indexed in `<records>/history.db` (SQLite): the
+/// run, its stages' durations, attempts and verdicts, cache and compile-cache numbers, resource
+/// peaks and, when the logs were analysed, idle tails and clips. Runs are read from their
+/// manifest, so any run folder can be indexed, now or later.
+class History {
+public:
+  /// Open (or create) `<records>/history.db`.
+  static tl::expected<History, std::string> open(const std::filesystem::path& records);
+
+  History(History&&) noexcept;
+  History& operator=(History&&) noexcept;
+  ~History();
+
+  /// Index (or index again) the run in `run_dir` from its manifest.json, with the log analysis
+  /// (`kiln logs analyze --format json`) when given. A run whose manifest still says `running`
+  /// is indexed as `killed`: never green.
+  tl::expected<void, std::string> index_run(const std::filesystem::path& run_dir,
+                                            const nlohmann::json* analysis = nullptr);
+
+  /// Index every run under `<records>/runs` that is not indexed yet or whose manifest changed
+  /// status since (an `abandoned` mark). Runs still `running` are left for later, unless
+  /// `running_is_killed` (the caller holds the records lock, so nothing writes them). Returns
+  /// how many were indexed.
+  int sync(const std::filesystem::path& records, bool running_is_killed = false);
+
+  /// The stage's runs, newest first; `lane` "" with lanes means every lane.
+  std::vector<StageRun> stage_runs(const std::string& stage, const std::string& lane,
+                                   int limit) const;
+  /// Every (stage, lane) the history knows, in first-seen order.
+  std::vector<std::pair<std::string, std::string>> stages() const;
+  /// The run ids, newest first.
+  std::vector<std::string> runs() const;
+
+  /// What took longer than the rule allows in `run_id`, each against green builds of the same
+  /// outcome (a build that ran steps against those that ran steps, a cached one against cached
+  /// ones) in runs before it.
+  std::vector<Regression> regressions(const std::string& run_id, const RegressionRule& rule) const;
+
+  /// What a build of the stage is expected to take: the median of its last green builds that
+  /// ran steps (or, when there are none, of its cached ones). nullopt when it never went green.
+  std::optional<double> expected_seconds(const std::string& stage, const std::string& lane,
+                                         int baseline_runs = 10) const;
+
+  /// Whether the stage's newest indexed run before now had a clipped log.
+  bool last_run_clipped(const std::string& stage, const std::string& lane) const;
+
+  /// Keep the newest `keep` runs; returns how many were removed.
+  int prune(int keep);
+
+private:
+  explicit History(sqlite3* db);
+  sqlite3* m_db = nullptr;
+};
+
+/// "stage lib took 1m 35s, 58% (+35.1s) over the median 1m 0s of its last 10 green builds".
+std::string describe_regression(const Regression& r);
+
+/// The median of `values` (0 for none).
+double median(std::vector<double> values);
+
+/// `kiln history` in JSON: every stage (or the one asked for) with its runs, median, last and
+/// flag.
+nlohmann::json history_json(const History& history, const std::string& stage,
+                            const std::string& lane, const RegressionRule& rule, int limit);
+
+} // namespace kiln

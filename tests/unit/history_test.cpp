@@ -1,0 +1,140 @@
+#include "forensics/history.h"
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "temp_dir.h"
+
+namespace kiln {
+namespace {
+
+using Json = nlohmann::json;
+using testing::TempDir;
+
+/// A run folder under `records` whose manifest has one stage per (name, outcome, seconds).
+void write_run(const std::filesystem::path& records, const std::string& id,
+               const std::string& status,
+               const std::vector<std::tuple<std::string, std::string, double>>& stages) {
+  Json list = Json::array();
+  for (const auto& [name, outcome, seconds] : stages) {
+    list.push_back({{"name", name},
+                    {"lane", ""},
+                    {"status", outcome == "failed" ? "failed" : "ok"},
+                    {"outcome", outcome},
+                    {"seconds", seconds},
+                    {"attempts", Json::array({{{"purpose", "build"}, {"verdict", "ok"}}})}});
+  }
+  std::filesystem::create_directories(records / "runs" / id);
+  std::ofstream(records / "runs" / id / "manifest.json")
+      << Json{{"run_id", id}, {"status", status}, {"stages", list}}.dump();
+}
+
+TEST(History, MedianOfOddAndEvenCounts) {
+  EXPECT_EQ(median({}), 0);
+  EXPECT_EQ(median({3, 1, 2}), 2);
+  EXPECT_EQ(median({4, 1, 3, 2}), 2.5);
+}
+
+TEST(History, ABuildIsComparedWithGreenBuildsOfTheSameOutcomeBeforeIt) {
+  TempDir dir;
+  auto records = dir.path();
+  write_run(records, "20260101-000000-0001", "ok", {{"lib", "built", 100}, {"base", "reused", 1}});
+  write_run(records, "20260102-000000-0002", "ok", {{"lib", "built", 110}, {"base", "reused", 1}});
+  write_run(records, "20260103-000000-0003", "ok", {{"lib", "built", 90}, {"base", "built", 40}});
+  // Not green, so not in the median; neither are cached builds of lib.
+  write_run(records, "20260104-000000-0004", "failed:lib", {{"lib", "failed", 1000}});
+  write_run(records, "20260105-000000-0005", "ok", {{"lib", "reused", 2}});
+  write_run(records, "20260106-000000-0006", "ok", {{"lib", "built", 131}, {"base", "reused", 35}});
+  auto history = History::open(records);
+  ASSERT_TRUE(history) << history.error();
+  EXPECT_EQ(history->sync(records), 6);
+  EXPECT_EQ(history->sync(records), 0) << "a finished run is indexed once";
+
+  RegressionRule rule; // 20 % and 30 s over the median
+  auto found = history->regressions("20260106-000000-0006", rule);
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].stage, "lib");
+  EXPECT_EQ(found[0].median_seconds, 100);
+  EXPECT_EQ(found[0].baseline_runs, 3);
+  EXPECT_EQ(describe_regression(found[0]),
+            "stage lib took 2m11s, 31% (+31.0s) over the median 1m40s of its last 3 green "
+            "built builds");
+  // A cached base is held against cached builds only (1 s), not against its 40 s build.
+  EXPECT_EQ(found[1].stage, "base");
+  EXPECT_EQ(found[1].median_seconds, 1);
+  EXPECT_EQ(found[1].baseline_runs, 2);
+  // Both thresholds must be passed: lib is 31 s over, base 34 s.
+  rule.seconds = 33;
+  found = history->regressions("20260106-000000-0006", rule);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].stage, "base");
+  rule = {.percent = 40, .seconds = 0};
+  found = history->regressions("20260106-000000-0006", rule);
+  ASSERT_EQ(found.size(), 1u) << "lib is 31 % over";
+  EXPECT_EQ(found[0].stage, "base");
+  EXPECT_EQ(history->expected_seconds("lib", ""), 105);
+  EXPECT_EQ(history->expected_seconds("base", ""), 40);
+  EXPECT_EQ(history->expected_seconds("nothing", ""), std::nullopt);
+}
+
+TEST(History, ARunStillRunningWaitsUnlessTheCallerKnowsItIsDead) {
+  TempDir dir;
+  write_run(dir.path(), "20260101-000000-0001", "running", {{"lib", "built", 10}});
+  auto history = History::open(dir.path());
+  ASSERT_TRUE(history);
+  EXPECT_EQ(history->sync(dir.path()), 0);
+  EXPECT_EQ(history->sync(dir.path(), true), 1);
+  auto runs = history->stage_runs("lib", "", 10);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].run_status, "running");
+  // Once the next run marks it abandoned, it is indexed again with that status.
+  write_run(dir.path(), "20260101-000000-0001", "abandoned", {{"lib", "built", 10}});
+  EXPECT_EQ(history->sync(dir.path()), 1);
+  EXPECT_EQ(history->stage_runs("lib", "", 10)[0].run_status, "abandoned");
+  EXPECT_EQ(history->expected_seconds("lib", ""), 10) << "its stage finished green";
+}
+
+TEST(History, PruneKeepsTheNewestAndDoesNotIndexTheOthersAgain) {
+  TempDir dir;
+  for (int i = 1; i <= 5; ++i) {
+    write_run(dir.path(), "2026010" + std::to_string(i) + "-000000-000" + std::to_string(i), "ok",
+              {{"lib", "built", 10.0 * i}});
+  }
+  auto history = History::open(dir.path());
+  ASSERT_TRUE(history);
+  history->sync(dir.path());
+  EXPECT_EQ(history->prune(2), 3);
+  EXPECT_EQ(history->runs(),
+            (std::vector<std::string>{"20260105-000000-0005", "20260104-000000-0004"}));
+  EXPECT_EQ(history->sync(dir.path()), 0);
+  EXPECT_EQ(history->runs().size(), 2u);
+  EXPECT_EQ(history->prune(5), 0);
+}
+
+TEST(History, AKeepOfAThousandRunsHoldsAThousand) {
+  TempDir dir;
+  auto history = History::open(dir.path());
+  ASSERT_TRUE(history);
+  for (int i = 0; i < 1200; ++i) {
+    char id[32];
+    std::snprintf(id, sizeof id, "20260101-%06d-beef", i);
+    write_run(dir.path(), id, "ok", {{"lib", "built", 10}});
+  }
+  EXPECT_EQ(history->sync(dir.path()), 1200);
+  EXPECT_EQ(history->prune(k_history_keep_default), 200);
+  EXPECT_EQ(history->runs().size(), 1000u);
+  EXPECT_EQ(history->stage_runs("lib", "", 5000).size(), 1000u);
+}
+
+TEST(History, AnUnreadableDatabaseIsNamedWithWhatToDo) {
+  TempDir dir;
+  std::ofstream(dir.path() / "history.db") << "this is not a database, and long enough to tell";
+  auto history = History::open(dir.path());
+  ASSERT_FALSE(history);
+  EXPECT_NE(history.error().find("history.db is unusable"), std::string::npos) << history.error();
+  EXPECT_NE(history.error().find("remove it"), std::string::npos) << history.error();
+}
+
+} // namespace
+} // namespace kiln
