@@ -4,6 +4,7 @@
 #include "cli/disk_command.h"
 #include "cli/gate_command.h"
 #include "cli/lint_command.h"
+#include "cli/report_command.h"
 #include "cli/resources_command.h"
 #include "cli/run_command.h"
 #include "driver/crash.h"
@@ -31,6 +32,8 @@ int dispatch(int argc, char** argv) {
   CLI::App* lint = kiln::add_lint_command(app, lint_args);
   std::string resources_csv;
   CLI::App* summarize = kiln::add_resources_command(app, resources_csv);
+  kiln::ReportArgs report_args;
+  CLI::App* report = kiln::add_report_command(app, report_args);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -62,6 +65,9 @@ int dispatch(int argc, char** argv) {
   }
   if (summarize->parsed()) {
     return kiln::resources_summarize_command(resources_csv);
+  }
+  if (report->parsed()) {
+    return kiln::report_command(report_args);
   }
   return kiln::k_exit_usage;
 }
