@@ -454,7 +454,7 @@ void gantt(std::string& out, const Timeline& t, const Json& manifest) {
   fmt::format_to(
       std::back_inserter(out),
       "<ul class=\"legend\"><li class=\"legend-critical\"><svg width=\"26\" "
-      "height=\"14\"><rect class=\"swatch critical outcome-built\" x=\"2\" y=\"2\" "
+      "height=\"14\"><rect class=\"swatch critical-swatch outcome-built\" x=\"2\" y=\"2\" "
       "width=\"22\" height=\"10\" rx=\"2\"/></svg> critical path: {} ({})</li>",
       path.empty() ? "none recorded" : esc(joined),
       esc(seconds_text(number_field(field(manifest, "critical_path"), "seconds").value_or(0))));
@@ -472,8 +472,8 @@ void gantt(std::string& out, const Timeline& t, const Json& manifest) {
                                bar.outcome.empty() ? "no outcome recorded" : bar.outcome);
     }
   }
-  if (!unstarted.empty()) {
-    fmt::format_to(std::back_inserter(out), "<p class=\"unstarted\">Not started: {}.</p>\n",
+  if (t.lanes && !unstarted.empty()) {
+    fmt::format_to(std::back_inserter(out), "<p class=\"note unstarted\">Not started: {}.</p>\n",
                    esc(unstarted));
   }
   out += "<p class=\"note\">The manifest records start times to the second: a bar starts in "
@@ -638,7 +638,7 @@ void header(std::string& out, const Json& m) {
     fmt::format_to(std::back_inserter(out),
                    "<p class=\"note\">This manifest has schema {}; this report reads schema 6 "
                    "and leaves out what it does not find.</p>\n",
-                   esc(scalar_text(field(m, "schema"))));
+                   schema ? esc(scalar_text(field(m, "schema"))) : "none");
   }
   out += "</header>\n";
 }
@@ -752,18 +752,20 @@ void attempts_table(std::string& out, const Timeline& t) {
         why += "<div>without the registry cache</div>";
       }
       std::string purpose = text_field(a, "purpose");
-      fmt::format_to(std::back_inserter(out),
-                     "<tr data-stage=\"{0}\" data-attempt=\"{1}\" data-purpose=\"{2}\"><td>{0}</td>"
-                     "<td class=\"num\">{3}{1}</td><td>{4}</td><td class=\"num\">{5:.3f}</td>"
-                     "<td class=\"num\">{6}</td><td class=\"verdict verdict-{7}\">{8}{9}</td>"
-                     "<td class=\"num\">{10}</td><td class=\"why\">{11}</td><td><code>{12}</code>"
-                     "</td></tr>\n",
-                     esc(bar.name), esc(scalar_text(field(a, "number"))), esc(purpose),
-                     purpose == "publish" ? "publish " : "", esc(text_field(a, "started")),
-                     number_field(a, "seconds").value_or(0),
-                     esc(scalar_text(field(a, "exit_code"))), css_token(verdict), esc(verdict),
-                     cls.empty() ? "" : fmt::format(" <span class=\"class\">({})</span>", esc(cls)),
-                     count_pair(a, "steps_cached", "steps_run"), why, esc(text_field(a, "log")));
+      fmt::format_to(
+          std::back_inserter(out),
+          "<tr data-stage=\"{0}\" data-attempt=\"{1}\" data-purpose=\"{2}\"><td>{0}</td>"
+          "<td class=\"num\">{3}{1}</td><td class=\"when\">{4}</td><td class=\"num\">{5:.3f}</td>"
+          "<td class=\"num\">{6}</td><td class=\"verdict verdict-{7}\">{8}{9}</td>"
+          "<td class=\"num\">{10}</td><td class=\"why\">{11}</td><td "
+          "class=\"log\"><code>{12}</code>"
+          "</td></tr>\n",
+          esc(bar.name), esc(scalar_text(field(a, "number"))), esc(purpose),
+          purpose == "publish" ? "publish " : "", esc(text_field(a, "started")),
+          number_field(a, "seconds").value_or(0), esc(scalar_text(field(a, "exit_code"))),
+          css_token(verdict), esc(verdict),
+          cls.empty() ? "" : fmt::format(" <span class=\"class\">({})</span>", esc(cls)),
+          count_pair(a, "steps_cached", "steps_run"), why, esc(text_field(a, "log")));
     }
   }
   if (rows == 0) {
@@ -1024,7 +1026,7 @@ svg{display:block;max-width:100%;height:auto;font-size:11px}
 .outcome-refused{fill:#f58518}.outcome-interrupted{fill:#b279a2}
 .outcome-skipped,.outcome-pending,.outcome-none{fill:#bab0ac}
 .outcome-running{fill:#eeca3b}.outcome-crashed,.outcome-abandoned{fill:#79706e}
-.critical{stroke:#111;stroke-width:2.5}
+.critical,.critical-swatch{stroke:#111;stroke-width:2.5}
 .attempt{fill:#54a24b}.verdict-retry{fill:#f58518}.verdict-permanent,.verdict-exhausted,
 .verdict-refused-identical,.verdict-crashed{fill:#b22222}.verdict-interrupted{fill:#7a4b94}
 .verdict-running{fill:#eeca3b}
@@ -1046,7 +1048,7 @@ td.verdict-permanent,td.verdict-exhausted,td.verdict-refused-identical,td.verdic
 td.verdict-unreadable,td.verdict-failed{color:#cf222e}
 .matched-line{display:block;background:var(--band);padding:2px 4px;white-space:pre-wrap;
 word-break:break-all}.class{color:var(--muted)}.failure,.why{max-width:420px}
-.error .where{font-weight:600}.record-errors{color:#cf222e}
+td.when,td.log{white-space:nowrap}.error .where{font-weight:600}.record-errors{color:#cf222e}
 footer{margin-top:32px;color:var(--muted);font-size:12px}
 )";
 
