@@ -364,7 +364,7 @@ void gantt(std::string& out, const Timeline& t, const Json& manifest) {
   double top = k_axis_height;
   double height = top + static_cast<double>(t.row_labels.size()) * k_row_height + 8;
   fmt::format_to(std::back_inserter(out),
-                 "<svg class=\"gantt-chart\" xmlns=\"http://www.w3.org/2000/svg\" "
+                 "<svg class=\"gantt-chart\" "
                  "viewBox=\"0 0 {0} {1:.0f}\" width=\"{0}\" height=\"{1:.0f}\" role=\"img\" "
                  "aria-label=\"stages over time\">",
                  k_width, height);
@@ -527,12 +527,11 @@ void resource_chart(std::string& out, const Timeline& t, const ReportInput& in) 
   };
   double top = k_axis_height;
   double height = top + static_cast<double>(panels.size()) * (k_panel_height + k_panel_gap);
-  fmt::format_to(
-      std::back_inserter(out),
-      "<svg class=\"resources\" xmlns=\"http://www.w3.org/2000/svg\" data-samples=\"{0}\" "
-      "viewBox=\"0 0 {1} {2:.0f}\" width=\"{1}\" height=\"{2:.0f}\" role=\"img\" "
-      "aria-label=\"host resources over time\">",
-      in.resources.size(), k_width, height);
+  fmt::format_to(std::back_inserter(out),
+                 "<svg class=\"resources\" data-samples=\"{0}\" "
+                 "viewBox=\"0 0 {1} {2:.0f}\" width=\"{1}\" height=\"{2:.0f}\" role=\"img\" "
+                 "aria-label=\"host resources over time\">",
+                 in.resources.size(), k_width, height);
   time_axis(out, t, top, height - k_panel_gap + 4);
   for (size_t p = 0; p < panels.size(); ++p) {
     const Panel& panel = panels[p];
