@@ -5,6 +5,7 @@
 #include "cli/gate_command.h"
 #include "cli/history_command.h"
 #include "cli/lint_command.h"
+#include "cli/report_command.h"
 #include "cli/resources_command.h"
 #include "cli/run_command.h"
 #include "driver/crash.h"
@@ -36,6 +37,8 @@ int dispatch(int argc, char** argv) {
   CLI::App* history = nullptr;
   CLI::App* history_prune = nullptr;
   kiln::add_history_command(app, history_args, history, history_prune);
+  kiln::ReportArgs report_args;
+  CLI::App* report = kiln::add_report_command(app, report_args);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -73,6 +76,9 @@ int dispatch(int argc, char** argv) {
   }
   if (summarize->parsed()) {
     return kiln::resources_summarize_command(resources_csv);
+  }
+  if (report->parsed()) {
+    return kiln::report_command(report_args);
   }
   return kiln::k_exit_usage;
 }

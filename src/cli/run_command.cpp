@@ -11,6 +11,7 @@
 #include "driver/console.h"
 #include "driver/run_loop.h"
 #include "engine/engine.h"
+#include "forensics/report.h"
 #include "util/cancel.h"
 
 namespace kiln {
@@ -50,6 +51,9 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
                 "not depend on it)");
   run->add_flag("--no-salvage", args.no_salvage,
                 "Do not re-drive a failed stage's finished targets to land its cache export");
+  run->add_flag("--report", args.report,
+                "When the run ends, however it ends, write report.html beside its manifest "
+                "(see kiln report)");
   return run;
 }
 
@@ -107,7 +111,20 @@ int run_command(const RunArgs& args) {
   const char* term = std::getenv("TERM");
   bool live = ::isatty(STDOUT_FILENO) && !(term != nullptr && std::strcmp(term, "dumb") == 0);
   Console console(stdout, live);
-  return run_chain(*chain, *engine, options, console, stderr);
+  std::filesystem::path folder;
+  if (args.report) {
+    options.record_folder = &folder;
+  }
+  int code = run_chain(*chain, *engine, options, console, stderr);
+  if (!folder.empty()) {
+    // The run's outcome stands whatever happens to its report.
+    if (auto written = write_run_report(folder, folder / "report.html"); written) {
+      fmt::print("kiln: report: {}\n", (folder / "report.html").string());
+    } else {
+      fmt::print(stderr, "kiln: warning: no report was written: {}\n", written.error());
+    }
+  }
+  return code;
 }
 
 } // namespace kiln

@@ -24,6 +24,7 @@ struct RunArgs {
   int parallel = 0; // 0: not given
   bool fail_fast = false;
   bool no_cache = false;
+  bool report = false; // write report.html beside the manifest when the run ends
 };
 
 /// `kiln run CHAIN`: register the subcommand and its options, filling `args`.

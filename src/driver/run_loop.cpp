@@ -1626,6 +1626,9 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   if (auto pointed = folder->point_latest(); !pointed) {
     folder->log("warning: " + pointed.error());
   }
+  if (options.record_folder != nullptr) {
+    *options.record_folder = folder->path();
+  }
   Run run(chain, engine, seams, options, console, std::move(*lock), std::move(*folder),
           std::move(record));
   return run.execute(stages, requests);

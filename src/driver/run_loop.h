@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include "chain/chain.h"
@@ -30,6 +31,9 @@ struct RunOptions {
   std::optional<int> parallel;  // --parallel: stages at once, over the chain's max_parallel
   bool fail_fast = false;       // start nothing after the first failure
   bool no_cache = false;        // no step from the engine's layer cache, in any stage
+  /// When set, receives the run's folder once it holds the first manifest (none for a run
+  /// refused before that, or a dry run).
+  std::filesystem::path* record_folder = nullptr;
 };
 
 /// What a run talks to besides its engine, each replaceable by a test.

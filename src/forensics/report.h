@@ -1,0 +1,44 @@
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <tl/expected.hpp>
+
+#include "resources/sampler.h"
+
+namespace kiln {
+
+/// Everything one run's report is drawn from. Only the manifest is required; every field of
+/// every document is read defensively, so an old, partial or hand-edited record still renders.
+struct ReportInput {
+  nlohmann::json manifest;                // the run's manifest.json
+  std::vector<ResourceRow> resources;     // its resources.csv; empty when there is none
+  std::string resources_note;             // why `resources` is empty, shown in its place
+  std::optional<nlohmann::json> analysis; // the log analysis (kiln logs analyze --format json)
+  std::optional<nlohmann::json> history;  // {"regressions": [...], "eta_error": ...}
+};
+
+/// One self-contained HTML page: inline style and SVG, no script, nothing fetched to view it.
+/// Every string taken from the input is HTML-escaped. The DOM hooks are listed in
+/// docs/report.md.
+std::string render_report(const ReportInput& in);
+
+/// `text` with `&`, `<`, `>`, `"` and `'` replaced by entities: safe in element content and in
+/// a quoted attribute.
+std::string html_escape(std::string_view text);
+
+/// A run's manifest.json and resources.csv, read from its folder. A missing or unparsable
+/// manifest is an error naming the path; a missing or malformed resources.csv only leaves the
+/// chart out, with the reason in `resources_note`.
+tl::expected<ReportInput, std::string> read_run_record(const std::filesystem::path& run_dir);
+
+/// Read the record in `run_dir`, render it and write it atomically to `out`.
+tl::expected<void, std::string> write_run_report(const std::filesystem::path& run_dir,
+                                                 const std::filesystem::path& out);
+
+} // namespace kiln

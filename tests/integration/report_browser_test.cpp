@@ -1,0 +1,165 @@
+// `kiln report` on a real run of the demo chain, opened in headless Chromium: the DOM the browser
+// built from the page holds a bar per stage, the critical path marked and the resources drawn.
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "html_elements.h"
+#include "kiln_harness.h"
+#include "resources/sampler.h"
+#include "util/fs.h"
+
+namespace kiln::testing {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* k_chromium = "/usr/bin/chromium";
+
+/// The DOM Chromium built from `page` once it loaded, serialized. Its own stderr (D-Bus and GPU
+/// notes) goes to a file of its own, so it cannot mix with the DOM.
+std::string rendered_dom(const ChainDir& dir, const std::filesystem::path& page) {
+  std::filesystem::path dom = dir.path() / "dom.html";
+  CapturedRun chromium = run_captured(
+      {"sh", "-c", "out=$1; shift; exec \"$@\" >\"$out\" 2>\"$out.log\"", "sh", dom.string(),
+       k_chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+       "--user-data-dir=" + (dir.path() / "chromium-profile").string(), "--dump-dom",
+       "file://" + page.string()},
+      std::chrono::seconds(120));
+  EXPECT_TRUE(chromium.exit.ok()) << chromium.failure() << "\n" << dir.read("dom.html.log");
+  return dir.read("dom.html");
+}
+
+std::vector<std::pair<double, double>> points_of(const HtmlElement& polyline) {
+  std::vector<std::pair<double, double>> points;
+  std::istringstream in(polyline.attribute("points"));
+  for (std::string pair; in >> pair;) {
+    size_t comma = pair.find(',');
+    points.emplace_back(std::stod(pair.substr(0, comma)), std::stod(pair.substr(comma + 1)));
+  }
+  return points;
+}
+
+TEST(ReportBrowser, TheDemoRunsReportRendersInHeadlessChromium) {
+  if (!std::filesystem::exists(k_chromium)) {
+    GTEST_SKIP() << k_chromium << " is not installed (scripts/install-deps installs it)";
+  }
+  ChainDir dir;
+  dir.copy_demo();
+  // A chain name of this test's own, so the tags it removes at the end are its own; the layer
+  // cache of earlier demo runs still serves the builds.
+  std::string chain = dir.read("chain.toml");
+  chain.replace(chain.find("name = \"hello\""), 14, "name = \"hello-" + dir.nonce() + "\"");
+  dir.write("chain.toml", chain);
+
+  KilnResult run = dir.kiln({"run", "chain.toml", "--report"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  json manifest = dir.latest_manifest();
+  const std::string run_id = manifest["run_id"];
+  std::filesystem::path run_dir = dir.path() / "records" / "runs" / run_id;
+  EXPECT_NE(run.output.find("kiln: report: " + (run_dir / "report.html").string()),
+            std::string::npos)
+      << run.output;
+  EXPECT_TRUE(std::filesystem::exists(run_dir / "report.html")) << "kiln run --report wrote none";
+
+  KilnResult report = dir.kiln({"report", run_id, "-o", "demo-report.html"});
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  std::string page = dir.read("demo-report.html");
+  ASSERT_FALSE(page.empty());
+  EXPECT_LT(page.size(), 2u << 20);
+  // Self-contained: nothing to fetch, no script.
+  for (const char* outside : {"http:", "https:", "<link", "<script", " src="}) {
+    EXPECT_EQ(page.find(outside), std::string::npos) << outside;
+  }
+
+  std::string dom = rendered_dom(dir, dir.path() / "demo-report.html");
+  ASSERT_NE(dom.find("</html>"), std::string::npos) << "Chromium printed no DOM:\n" << dom;
+
+  // Exactly one bar per stage of the run, in run order.
+  std::vector<std::string> stages;
+  for (const auto& stage : manifest["stages"]) {
+    stages.push_back(stage["name"]);
+  }
+  ASSERT_EQ(stages.size(), 5u);
+  auto bars = html_elements(dom, "rect", "bar");
+  std::vector<std::string> drawn;
+  for (const auto& bar : bars) {
+    drawn.push_back(bar.attribute("data-stage"));
+    EXPECT_GT(std::stod(bar.attribute("width")), 0) << bar.attribute("data-stage");
+  }
+  EXPECT_EQ(drawn, stages);
+  EXPECT_EQ(html_elements(dom, "g", "gantt").size(), 1u);
+
+  // The critical class on exactly the manifest's critical path, and a legend naming it.
+  std::set<std::string> path;
+  for (const auto& name : manifest["critical_path"]["stages"]) {
+    path.insert(name.get<std::string>());
+  }
+  ASSERT_FALSE(path.empty());
+  std::set<std::string> critical;
+  for (const auto& element : html_elements(dom, "rect", "critical")) {
+    EXPECT_TRUE(element.has_class("bar"));
+    critical.insert(element.attribute("data-stage"));
+  }
+  EXPECT_EQ(critical, path);
+  EXPECT_EQ(html_elements(dom, "li", "legend-critical").size(), 1u);
+
+  // The resource chart: a point per sample of resources.csv in each series.
+  auto samples = read_resource_csv(run_dir / "resources.csv");
+  ASSERT_TRUE(samples.has_value()) << samples.error();
+  ASSERT_GE(samples->size(), 2u);
+  auto charts = html_elements(dom, "svg", "resources");
+  ASSERT_EQ(charts.size(), 1u);
+  EXPECT_EQ(charts[0].attribute("data-samples"), std::to_string(samples->size()));
+  for (const char* series : {"cpu", "ram", "disk"}) {
+    auto lines = html_elements(dom, "polyline", series);
+    ASSERT_EQ(lines.size(), 1u) << series;
+    size_t points = points_of(lines[0]).size();
+    EXPECT_GE(points, 2u) << series;
+    EXPECT_EQ(points, samples->size()) << series;
+    EXPECT_EQ(lines[0].attribute("data-points"), std::to_string(points)) << series;
+  }
+  EXPECT_EQ(html_elements(dom, "line", "boundary").size(), 2 * stages.size());
+}
+
+TEST(ReportCli, AMissingRunOrAnUnreadableManifestIsOneErrorLineAndExitTwo) {
+  ChainDir dir;
+  KilnResult missing = dir.kiln({"report", "20261204-000000-0000"});
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_EQ(missing.output,
+            "kiln: error: no run folder records/runs/20261204-000000-0000 (20261204-000000-0000 "
+            "is neither a folder nor a run under records/runs); name a run id from "
+            "records/runs, `latest` or a run folder, and --records DIR when the records are "
+            "elsewhere\n");
+
+  dir.write("records/runs/20261204-000000-0000/manifest.json", "{\"schema\": 6,");
+  KilnResult torn = dir.kiln({"report", "20261204-000000-0000"});
+  EXPECT_EQ(torn.exit_code, 2) << torn.output;
+  EXPECT_NE(torn.output.find("kiln: error: "), std::string::npos);
+  EXPECT_NE(torn.output.find("records/runs/20261204-000000-0000/manifest.json is not a JSON "
+                             "object: not a kiln manifest; nothing was written\n"),
+            std::string::npos)
+      << torn.output;
+  EXPECT_EQ(std::count(torn.output.begin(), torn.output.end(), '\n'), 1) << torn.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "records/runs/20261204-000000-0000/"
+                                                    "report.html"));
+}
+
+TEST(ReportCli, RunWithReportWritesItForAFailedRunToo) {
+  ChainDir dir;
+  write_two_stage_chain(dir, "RUN echo 'lib.c:3:1: error: expected ;' >&2; exit 1\n", 1);
+  KilnResult run = dir.kiln({"run", "chain.toml", "--report"});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  std::string page = dir.read("records/latest/report.html");
+  auto bars = html_elements(page, "rect", "bar");
+  ASSERT_EQ(bars.size(), 2u) << run.output;
+  EXPECT_EQ(bars[1].attribute("data-stage"), "work");
+  EXPECT_EQ(bars[1].attribute("data-outcome"), "failed");
+  EXPECT_NE(page.find("class=\"verdict verdict-permanent\""), std::string::npos);
+  EXPECT_NE(run.output.find("kiln: report: "), std::string::npos) << run.output;
+}
+
+} // namespace
+} // namespace kiln::testing

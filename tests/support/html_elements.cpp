@@ -1,0 +1,77 @@
+#include "html_elements.h"
+
+#include <regex>
+#include <sstream>
+
+namespace kiln::testing {
+
+std::string HtmlElement::attribute(const std::string& name) const {
+  auto found = attributes.find(name);
+  return found == attributes.end() ? std::string() : found->second;
+}
+
+bool HtmlElement::has_class(const std::string& name) const {
+  std::istringstream words(attribute("class"));
+  for (std::string word; words >> word;) {
+    if (word == name) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string html_unescape(const std::string& text) {
+  static const std::pair<const char*, const char*> k_entities[] = {
+      {"&lt;", "<"},   {"&gt;", ">"},   {"&quot;", "\""}, {"&#39;", "'"},
+      {"&#x27;", "'"}, {"&nbsp;", " "}, {"&amp;", "&"}};
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    bool replaced = false;
+    if (text[i] == '&') {
+      for (const auto& [entity, character] : k_entities) {
+        if (text.compare(i, std::char_traits<char>::length(entity), entity) == 0) {
+          out += character;
+          i += std::char_traits<char>::length(entity);
+          replaced = true;
+          break;
+        }
+      }
+    }
+    if (!replaced) {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
+std::vector<HtmlElement> html_elements(const std::string& html, const std::string& tag,
+                                       const std::string& css_class) {
+  static const std::regex k_attribute(R"re(([A-Za-z_:][-A-Za-z0-9_:.]*)\s*=\s*"([^"]*)")re");
+  std::vector<HtmlElement> elements;
+  std::string open = "<" + tag;
+  for (size_t at = html.find(open); at != std::string::npos; at = html.find(open, at + 1)) {
+    size_t after = at + open.size();
+    if (after >= html.size() ||
+        (html[after] != ' ' && html[after] != '>' && html[after] != '/' && html[after] != '\n')) {
+      continue; // `<rectangle`, not `<rect`
+    }
+    size_t end = html.find('>', after);
+    if (end == std::string::npos) {
+      break;
+    }
+    HtmlElement element;
+    element.tag = tag;
+    element.offset = at;
+    std::string inside = html.substr(after, end - after);
+    for (std::sregex_iterator it(inside.begin(), inside.end(), k_attribute), last; it != last;
+         ++it) {
+      element.attributes[(*it)[1].str()] = html_unescape((*it)[2].str());
+    }
+    if (css_class.empty() || element.has_class(css_class)) {
+      elements.push_back(std::move(element));
+    }
+  }
+  return elements;
+}
+
+} // namespace kiln::testing
