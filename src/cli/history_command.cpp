@@ -65,8 +65,12 @@ int history_command(const HistoryArgs& args) {
   if (!history) {
     return k_exit_usage;
   }
-  RegressionRule rule{args.percent.value_or(settings.regression_percent),
-                      args.seconds.value_or(settings.regression_seconds)};
+  // The chain's [history] when it is named, else what its newest run judged by.
+  RegressionRule rule = args.chain_file.empty() ? history->rule()
+                                                : RegressionRule{settings.regression_percent,
+                                                                 settings.regression_seconds};
+  rule.percent = args.percent.value_or(rule.percent);
+  rule.seconds = args.seconds.value_or(rule.seconds);
   nlohmann::json doc = history_json(*history, args.stage, args.lane, rule, args.limit);
   if (!args.stage.empty() && doc["stages"].empty()) {
     fmt::print(stderr,

@@ -37,6 +37,7 @@ HistoryNotes index_finished_run(const Chain& chain, const std::filesystem::path&
     return notes;
   }
   RegressionRule rule{chain.history.regression_percent, chain.history.regression_seconds};
+  history->set_rule(rule); // a report or `kiln history` of this run judges it the same way
   for (const Regression& r : history->regressions(run_dir.filename().string(), rule)) {
     notes.regressions.push_back(describe_regression(r));
   }

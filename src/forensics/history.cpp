@@ -1,6 +1,8 @@
 #include "forensics/history.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -181,13 +183,13 @@ constexpr const char* k_stage_run_columns =
     "s.run_id, r.started, r.status, s.stage, s.lane, s.status, s.outcome, s.seconds, "
     "s.attempts, s.verdicts, s.compile_requests, s.compile_hits, s.idle_tail_seconds, s.clipped";
 
-/// Green builds of the stage with this outcome in runs before `before` ("" for all), newest
+/// Green builds of the stage with this outcome ("": any) in runs before `before` ("" for all), newest
 /// first.
 std::vector<double> green_seconds(sqlite3* db, const std::string& stage, const std::string& lane,
                                   const std::string& outcome, const std::string& before,
                                   int limit) {
   Statement q(db, "SELECT s.seconds FROM stages s WHERE s.stage = ?1 AND s.lane = ?2 AND "
-                  "s.status = 'ok' AND s.outcome = ?3 AND (?4 = '' OR s.run_id < ?4) "
+                  "s.status = 'ok' AND (?3 = '' OR s.outcome = ?3) AND (?4 = '' OR s.run_id < ?4) "
                   "ORDER BY s.run_id DESC LIMIT ?5");
   q.bind(1, stage).bind(2, lane).bind(3, outcome).bind(4, before).bind(5, limit);
   std::vector<double> seconds;
@@ -508,14 +510,60 @@ std::vector<Regression> History::regressions(const std::string& run_id,
 }
 
 std::optional<double> History::expected_seconds(const std::string& stage, const std::string& lane,
+                                                const std::string& before,
                                                 int baseline_runs) const {
-  for (const char* outcome : {"built", "reused"}) {
-    std::vector<double> seconds = green_seconds(m_db, stage, lane, outcome, "", baseline_runs);
-    if (!seconds.empty()) {
-      return median(seconds);
+  // Whatever the builds were: a stage the cache usually serves is expected to be served again.
+  std::vector<double> seconds = green_seconds(m_db, stage, lane, "", before, baseline_runs);
+  if (seconds.empty()) {
+    return std::nullopt;
+  }
+  return median(seconds);
+}
+
+EtaError History::eta_error(const std::string& run_id) const {
+  EtaError error;
+  Statement q(m_db, "SELECT stage, lane, seconds FROM stages WHERE run_id = ?1 AND status = 'ok' "
+                    "ORDER BY rowid");
+  q.bind(1, run_id);
+  double percent_sum = 0;
+  double seconds_sum = 0;
+  while (q.step()) {
+    std::optional<double> expected = expected_seconds(q.text(0), q.text(1), run_id);
+    if (!expected) {
+      continue;
+    }
+    double off = std::abs(q.real(2) - *expected);
+    ++error.stages;
+    seconds_sum += off;
+    percent_sum += *expected > 0 ? off / *expected * 100 : 0;
+    if (off > error.worst_seconds || error.worst_stage.empty()) {
+      error.worst_seconds = off;
+      error.worst_stage = (q.text(1).empty() ? "" : q.text(1) + "/") + q.text(0);
     }
   }
-  return std::nullopt;
+  if (error.stages > 0) {
+    error.mean_seconds = seconds_sum / error.stages;
+    error.mean_percent = percent_sum / error.stages;
+  }
+  return error;
+}
+
+RegressionRule History::rule() const {
+  RegressionRule rule;
+  Statement q(m_db, "SELECT key, value FROM meta WHERE key LIKE 'regression_%'");
+  while (q.step()) {
+    double value = std::strtod(q.text(1).c_str(), nullptr);
+    (q.text(0) == "regression_percent" ? rule.percent : rule.seconds) = value;
+  }
+  return rule;
+}
+
+void History::set_rule(const RegressionRule& rule) {
+  for (auto [key, value] : {std::pair{"regression_percent", rule.percent},
+                            std::pair{"regression_seconds", rule.seconds}}) {
+    Statement set(m_db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)");
+    set.bind(1, std::string(key)).bind(2, fmt::format("{}", value)).step();
+  }
 }
 
 bool History::last_run_clipped(const std::string& stage, const std::string& lane) const {
@@ -541,6 +589,38 @@ int History::prune(int keep) {
   mark.bind(1, floor).step();
   exec(m_db, "COMMIT");
   return static_cast<int>(ids.size()) - keep;
+}
+
+std::optional<Json> run_history_json(const std::filesystem::path& run_dir) {
+  std::filesystem::path records = run_dir.parent_path().parent_path();
+  std::error_code ec;
+  if (!std::filesystem::exists(records / "history.db", ec)) {
+    return std::nullopt;
+  }
+  auto history = History::open(records);
+  if (!history) {
+    return std::nullopt;
+  }
+  const std::string run_id = run_dir.filename().string();
+  Json regressions = Json::array();
+  for (const Regression& r : history->regressions(run_id, history->rule())) {
+    regressions.push_back({{"stage", r.stage},
+                           {"lane", r.lane},
+                           {"outcome", r.outcome},
+                           {"seconds", r.seconds},
+                           {"median_seconds", r.median_seconds},
+                           {"runs", r.baseline_runs}});
+  }
+  EtaError eta = history->eta_error(run_id);
+  Json doc = {{"regressions", regressions}};
+  if (eta.stages > 0) {
+    doc["eta_error"] = {
+        {"stages", eta.stages},
+        {"mean", short_duration(eta.mean_seconds)},
+        {"mean percent", fmt::format("{:.0f}%", eta.mean_percent)},
+        {"worst", fmt::format("{} off by {}", eta.worst_stage, short_duration(eta.worst_seconds))}};
+  }
+  return doc;
 }
 
 Json history_json(const History& history, const std::string& stage, const std::string& lane,

@@ -53,6 +53,14 @@ struct Regression {
   int baseline_runs = 0; // green builds the median was taken over
 };
 
+struct EtaError {
+  int stages = 0;          // green stages that had an ETA
+  double mean_seconds = 0; // mean of |took - expected|
+  double mean_percent = 0; // mean of |took - expected| / expected, in percent
+  double worst_seconds = 0;
+  std::string worst_stage;
+};
+
 /// Every finished run of one records folder, indexed in `<records>/history.db` (SQLite): the
 /// run, its stages' durations, attempts and verdicts, cache and compile-cache numbers, resource
 /// peaks and, when the logs were analysed, idle tails and clips. Runs are read from their
@@ -91,10 +99,19 @@ public:
   /// ones) in runs before it.
   std::vector<Regression> regressions(const std::string& run_id, const RegressionRule& rule) const;
 
-  /// What a build of the stage is expected to take: the median of its last green builds that
-  /// ran steps (or, when there are none, of its cached ones). nullopt when it never went green.
+  /// What a build of the stage is expected to take: the median of its last green builds, cached
+  /// or not, in runs before `before` ("": all). nullopt when it never went green.
   std::optional<double> expected_seconds(const std::string& stage, const std::string& lane,
+                                         const std::string& before = "",
                                          int baseline_runs = 10) const;
+
+  /// How far the ETAs of `run_id`'s green stages were from what they took: each stage's
+  /// expected_seconds() before the run against its seconds.
+  EtaError eta_error(const std::string& run_id) const;
+
+  /// The rule the newest run judged by (its chain's [history]); the defaults before any run.
+  RegressionRule rule() const;
+  void set_rule(const RegressionRule& rule);
 
   /// Whether the stage's newest indexed run before now had a clipped log.
   bool last_run_clipped(const std::string& stage, const std::string& lane) const;
@@ -112,6 +129,10 @@ std::string describe_regression(const Regression& r);
 
 /// The median of `values` (0 for none).
 double median(std::vector<double> values);
+
+/// The history of `run_dir`'s records folder (`<records>/runs/<id>`) as a report shows it:
+/// `{"regressions": [...], "eta_error": {...}}` for that run; nullopt when there is no history.
+std::optional<nlohmann::json> run_history_json(const std::filesystem::path& run_dir);
 
 /// `kiln history` in JSON: every stage (or the one asked for) with its runs, median, last and
 /// flag.

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "forensics/history.h"
 #include "util/fs.h"
 #include "util/time.h"
 
@@ -1145,6 +1146,7 @@ tl::expected<ReportInput, std::string> read_run_record(const std::filesystem::pa
   } else {
     in.resources = std::move(*rows);
   }
+  in.history = run_history_json(run_dir);
   return in;
 }
 
