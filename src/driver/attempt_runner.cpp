@@ -9,6 +9,11 @@ namespace kiln {
 
 namespace {
 
+// BuildKit's note where it stopped keeping a step's output (util/progress/logs in v0.11.6):
+// `#5 0.073 [output clipped, log limit 2KiB reached]`.
+constexpr std::string_view k_clip_note = "[output clipped, log limit ";
+constexpr size_t k_clip_lines_kept = 20;
+
 void keep_last(std::deque<std::string>& lines, std::string_view line, size_t count) {
   lines.emplace_back(line);
   if (lines.size() > count) {
@@ -33,6 +38,10 @@ AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request, Re
     keep_last(tail, line, k_console_tail_lines);
     if (output->feed(line) && on_progress) {
       on_progress(output->progress());
+    }
+    if (line.find(k_clip_note) != std::string_view::npos &&
+        outcome.clip_lines.size() < k_clip_lines_kept) {
+      outcome.clip_lines.emplace_back(line.substr(0, 500));
     }
     // Found anywhere in the line: an engine may prefix what a RUN printed.
     if (size_t at = line.find(cc::k_stats_prefix); at != std::string_view::npos) {

@@ -24,6 +24,7 @@ struct AttemptOutcome {
   Tail evidence;                        // the failing step's own output: what classification reads
   Tail tail;                            // the last lines as printed, for the console
   std::string last_line_at_stop;        // the last line before a limit or the token stopped it
+  std::vector<std::string> clip_lines;  // the engine's notes that it dropped a step's output
   std::optional<CompileReport> compile; // what the stage's kiln-cc steps reported, summed
   std::vector<std::string> finished_build_stages;
   std::vector<StepSeen> steps;         // the layer-producing steps it reported, cached or run

@@ -59,6 +59,7 @@ Json attempt_json(const AttemptRecord& a) {
           {"log", a.log},
           {"log_truncated_at_byte",
            a.log_truncated_at_byte ? Json(*a.log_truncated_at_byte) : Json(nullptr)},
+          {"clip_lines", a.clip_lines},
           {"command", a.command},
           {"stopped_by", a.stopped_by},
           {"last_line", a.last_line},

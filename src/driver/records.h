@@ -15,7 +15,7 @@
 namespace kiln {
 
 /// The manifest schema version; bump it on any change a reader could notice (docs/records.md).
-constexpr int k_manifest_schema = 6;
+constexpr int k_manifest_schema = 7;
 
 /// What the kiln-cc steps of one attempt reported, summed over the steps that reported.
 struct CompileReport {
@@ -43,6 +43,9 @@ struct AttemptRecord {
   std::string log; // relative to the run folder
   /// Where the log was cut because a write of the record failed (a full disk); nullopt: whole.
   std::optional<uint64_t> log_truncated_at_byte;
+  /// The engine's own notes that it dropped output of a step (BuildKit's step log limit), as
+  /// printed; empty when it dropped none. Such a log misses lines for good.
+  std::vector<std::string> clip_lines;
   std::string command; // the engine argv of this attempt, shell-quoted
   /// What stopped it before it ended on its own: "stall" (no output for the stage's
   /// stall_timeout_s) or "timeout" (its timeout_s), with the last line it printed and how long

@@ -1,27 +1,35 @@
 #include "driver/run_history.h"
 
+#include <fmt/format.h>
+
 #include "driver/records.h"
 #include "forensics/history.h"
 
 namespace kiln {
 
-std::map<std::string, double> stage_etas(const Chain& chain) {
-  std::map<std::string, double> etas;
+RunForecast forecast_run(const Chain& chain, const std::vector<const Stage*>& stages) {
+  RunForecast forecast;
   auto history = History::open(chain.records);
   if (history) {
     history->sync(chain.records);
-    for (const Stage& stage : chain.stages) {
+    for (const Stage* stage : stages) {
       // The manifest names a lane only with [[lane]] tables; a lone `lane` is a cache slug's.
-      std::string lane = chain.lanes.empty() ? std::string() : stage.lane;
-      if (auto seconds = history->expected_seconds(stage.known_as(), lane)) {
-        etas[stage.name] = *seconds;
+      std::string lane = chain.lanes.empty() ? std::string() : stage->lane;
+      if (auto seconds = history->expected_seconds(stage->known_as(), lane)) {
+        forecast.etas[stage->name] = *seconds;
+      }
+      if (history->last_run_clipped(stage->known_as(), lane)) {
+        forecast.warnings.push_back(fmt::format(
+            "warning: stage {}: the engine clipped its output in its last run, so that log "
+            "misses lines for good; {}",
+            stage->name, k_lift_log_limit));
       }
     }
   }
   for (const auto& [stage, build] : last_ok_builds(chain.records)) {
-    etas.emplace(stage, build.seconds); // only where the history knows no green build
+    forecast.etas.emplace(stage, build.seconds); // only where the history knows no green build
   }
-  return etas;
+  return forecast;
 }
 
 HistoryNotes index_finished_run(const Chain& chain, const std::filesystem::path& run_dir) {

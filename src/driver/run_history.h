@@ -9,10 +9,24 @@
 
 namespace kiln {
 
-/// What a build of each stage is expected to take, by the name a run gives it
-/// (`<lane>/<stage>` with lanes): the median of its last green builds in the run history, or,
-/// without a usable history, its newest successful build.
-std::map<std::string, double> stage_etas(const Chain& chain);
+/// How to make BuildKit keep a step's whole output: it clips at 2 MiB per step and 200 KiB/s
+/// by default (v0.11.6), set on the daemon, never on buildctl.
+constexpr const char* k_lift_log_limit =
+    "start buildkitd with BUILDKIT_STEP_LOG_MAX_SIZE=1073741824 and "
+    "BUILDKIT_STEP_LOG_MAX_SPEED=104857600 in its environment (1 GiB per step, 100 MiB/s) to "
+    "keep a step's whole output";
+
+/// What the run history says before a run.
+struct RunForecast {
+  /// What a build of each stage is expected to take, by the name a run gives it
+  /// (`<lane>/<stage>` with lanes): the median of its last green builds, or, without a usable
+  /// history, its newest successful build.
+  std::map<std::string, double> etas;
+  /// One line per stage whose last run lost output to the engine's log limit.
+  std::vector<std::string> warnings;
+};
+
+RunForecast forecast_run(const Chain& chain, const std::vector<const Stage*>& stages);
 
 /// What indexing a finished run had to say.
 struct HistoryNotes {

@@ -551,6 +551,14 @@ AttemptOutcome Run::run_logged(const Stage& stage, const BuildRequest& request, 
   a.vertices = outcome.progress.vertices;
   a.vertices_cached = outcome.progress.vertices_cached;
   a.log_truncated_at_byte = log->cut_at();
+  a.clip_lines = outcome.clip_lines;
+  if (!a.clip_lines.empty()) {
+    std::string line = fmt::format("warning: stage {}: the engine clipped a step's output ({}), "
+                                   "so {} misses lines for good; {}",
+                                   stage.name, a.clip_lines.front(), a.log, k_lift_log_limit);
+    m_folder.log(line);
+    m_console.note(line);
+  }
   if (outcome.exit.stalled || outcome.exit.timed_out) {
     a.stopped_by = outcome.exit.stalled ? "stall" : "timeout";
     a.last_line = printable(outcome.last_line_at_stop.substr(0, 500));
@@ -1403,7 +1411,8 @@ void Run::note_history() {
 
 int Run::execute_stages(const std::vector<const Stage*>& stages,
                         const std::vector<BuildRequest>& requests) {
-  m_eta = stage_etas(m_chain);
+  RunForecast forecast = forecast_run(m_chain, stages);
+  m_eta = std::move(forecast.etas);
   Steady::time_point start = m_clock.steady();
   save();
   m_folder.log(fmt::format("run {}: chain {} ({}), engine {} {}, host {}, stages: {}",
@@ -1418,6 +1427,15 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
   m_console.note(fmt::format("run {}: {} stage(s) of chain {} on {} {}", m_record.run_id,
                              stages.size(), m_chain.name, m_engine.name(),
                              m_record.engine_version));
+  if (m_engine.name() == "buildkit") {
+    m_folder.log(fmt::format("BuildKit keeps at most 2 MiB of a step's output, 200 KiB/s, unless "
+                             "its daemon says otherwise; kiln warns of any step it clips: {}",
+                             k_lift_log_limit));
+  }
+  for (const std::string& line : forecast.warnings) {
+    m_folder.log(line);
+    m_console.note(line);
+  }
   if (m_options.no_cache_export) {
     m_folder.log("--no-cache-export: every registry-facing cache argument is left out; the local "
                  "tier stays");

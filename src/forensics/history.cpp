@@ -183,8 +183,8 @@ constexpr const char* k_stage_run_columns =
     "s.run_id, r.started, r.status, s.stage, s.lane, s.status, s.outcome, s.seconds, "
     "s.attempts, s.verdicts, s.compile_requests, s.compile_hits, s.idle_tail_seconds, s.clipped";
 
-/// Green builds of the stage with this outcome ("": any) in runs before `before` ("" for all), newest
-/// first.
+/// Green builds of the stage with this outcome ("": any) in runs before `before` ("" for all),
+/// newest first.
 std::vector<double> green_seconds(sqlite3* db, const std::string& stage, const std::string& lane,
                                   const std::string& outcome, const std::string& before,
                                   int limit) {
@@ -358,6 +358,7 @@ tl::expected<void, std::string> History::index_run(const std::filesystem::path& 
       int steps_cached = 0;
       std::optional<Json> compile;
       int attempts = 0;
+      bool clipped = false;
       if (s.contains("attempts") && s["attempts"].is_array()) {
         for (const Json& a : s["attempts"]) {
           if (field<std::string>(a, "purpose", "build") != "build") {
@@ -370,6 +371,8 @@ tl::expected<void, std::string> History::index_run(const std::filesystem::path& 
           if (a.contains("compile") && a["compile"].is_object()) {
             compile = a["compile"];
           }
+          clipped = clipped || (a.contains("clip_lines") && a["clip_lines"].is_array() &&
+                                !a["clip_lines"].empty());
         }
       }
       Statement row(m_db, "INSERT OR REPLACE INTO stages VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
@@ -394,17 +397,20 @@ tl::expected<void, std::string> History::index_run(const std::filesystem::path& 
       }
       if (auto a = analysed.find({name, lane}); a != analysed.end()) {
         row.bind(15, a->second.idle_tail_seconds)
-            .bind(16, a->second.clipped)
+            .bind(16, clipped || a->second.clipped)
             .bind(17, a->second.warnings);
       } else {
-        row.bind_null(15).bind(16, false).bind_null(17);
+        row.bind_null(15).bind(16, clipped).bind_null(17);
       }
+      clipped_any = clipped_any || clipped;
       row.step();
       if (!row.error().empty()) {
         return rollback(row.error());
       }
     }
   }
+  Statement clips(m_db, "UPDATE runs SET clipped = ?2 WHERE run_id = ?1");
+  clips.bind(1, run_id).bind(2, clipped_any).step();
   if (auto committed = exec(m_db, "COMMIT"); !committed) {
     return rollback(committed.error());
   }

@@ -310,11 +310,11 @@ TEST(BuildkitRun, ExportToAnUnreachableRegistryFailsTheStageWithBuildkitsReason)
   EXPECT_NE(run.output.find("error writing layer blob"), std::string::npos) << run.output;
 }
 
-TEST(BuildkitRun, AClippedLogIsKeptAsBuildkitPrintedIt) {
+TEST(BuildkitRun, AClippedLogIsKeptAsBuildkitPrintedItFlaggedAndWarnedOfNextTime) {
   ChainDir dir;
   write_work_chain(dir, "", "");
   FakeBuildkit fake(dir);
-  fake.plan("work.Dockerfile build-clipped\n");
+  fake.plan("work.Dockerfile build-clipped build-fresh\n");
   KilnResult run = dir.kiln({"run", "chain.toml"}, nullptr, fake.env());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   json stage = dir.latest_manifest()["stages"][0];
@@ -322,6 +322,26 @@ TEST(BuildkitRun, AClippedLogIsKeptAsBuildkitPrintedIt) {
   EXPECT_EQ(log,
             file_text(std::string(KILN_TEST_FIXTURES) + "/buildkit-v0.11.6/build-clipped.stderr"));
   EXPECT_EQ(stage["attempts"][0]["steps_run"], 2);
+  EXPECT_EQ(stage["attempts"][0]["clip_lines"],
+            json::array({"#5 0.073 [output clipped, log limit 2KiB reached]"}));
+  const std::string warned = "warning: stage work: the engine clipped a step's output (#5 0.073 "
+                             "[output clipped, log limit 2KiB reached]), so stages/work.attempt-1"
+                             ".log misses lines for good; start buildkitd with "
+                             "BUILDKIT_STEP_LOG_MAX_SIZE=1073741824 and "
+                             "BUILDKIT_STEP_LOG_MAX_SPEED=104857600";
+  EXPECT_NE(run.output.find(warned), std::string::npos) << run.output;
+  std::string driver = dir.read("records/latest/driver.log");
+  EXPECT_NE(driver.find(warned), std::string::npos) << driver;
+  EXPECT_NE(driver.find("BuildKit keeps at most 2 MiB of a step's output"), std::string::npos);
+
+  // The next run of the stage is told before it builds.
+  KilnResult next = dir.kiln({"run", "chain.toml"}, nullptr, fake.env());
+  ASSERT_EQ(next.exit_code, 0) << next.output;
+  auto before = next.output.find("warning: stage work: the engine clipped its output in its last "
+                                 "run, so that log misses lines for good; start buildkitd with");
+  EXPECT_NE(before, std::string::npos) << next.output;
+  EXPECT_LT(before, next.output.find("stage work: attempt 1")) << next.output;
+  EXPECT_EQ(dir.latest_manifest()["stages"][0]["attempts"][0]["clip_lines"], json::array());
 }
 
 TEST(BuildkitRun, RefusedLaunchesNameTheAddressOrTheVersion) {
