@@ -1233,10 +1233,14 @@ tl::expected<RunAnalysis, std::string> analyze_target(const std::string& target,
   } else if (fs::exists(path, ec)) {
     return tl::unexpected(path.string() +
                           " is neither a log file nor a run folder (one holding stages/)");
+  } else if (target.find('/') != std::string::npos || path.extension() == ".log") {
+    return tl::unexpected("no log file or run folder at " + target +
+                          ": check the path, or pass a run id (looked up under " +
+                          (records / "runs").string() + ", --records DIR)");
   } else {
-    return tl::unexpected("no log file, run folder or run '" + target + "' (looked in " +
-                          (records / "runs").string() +
-                          "): pass a log file, a run folder, or a run id with --records DIR");
+    return tl::unexpected("no run '" + target + "' in " + (records / "runs").string() +
+                          " and no file of that name: pass a log file, a run folder, or a run "
+                          "id with --records DIR");
   }
   run.run_id = fs::path(folder).lexically_normal().filename().string();
   if (run.run_id->empty()) {
