@@ -47,37 +47,46 @@ bool all_digits(std::string_view text) {
 }
 
 std::optional<int> small_number(std::string_view text) {
-  if (!all_digits(text) || text.size() > 9) {
+  if (text.empty() || text.size() > 9) {
     return std::nullopt;
   }
   int value = 0;
   for (char c : text) {
+    if (!is_digit(c)) {
+      return std::nullopt;
+    }
     value = value * 10 + (c - '0');
   }
   return value;
 }
 
-// "1.069" as display.go prints elapsed seconds (1 to 3 decimals); nullopt otherwise.
+// "1.069" as display.go prints elapsed seconds (1 to 3 decimals); nullopt otherwise. One pass:
+// it runs on every log line.
 std::optional<double> decimal_seconds(std::string_view text, size_t max_decimals) {
-  size_t dot = text.find('.');
-  if (dot == std::string_view::npos || dot == 0 || dot > 9) {
+  const char* p = text.data();
+  const char* end = p + text.size();
+  uint64_t whole = 0;
+  const char* start = p;
+  while (p < end && is_digit(*p)) {
+    whole = whole * 10 + static_cast<uint64_t>(*p - '0');
+    ++p;
+  }
+  if (p == start || p - start > 9 || p == end || *p != '.') {
     return std::nullopt;
   }
-  std::string_view whole = text.substr(0, dot);
-  std::string_view fraction = text.substr(dot + 1);
-  if (!all_digits(whole) || !all_digits(fraction) || fraction.size() > max_decimals) {
+  ++p;
+  const char* fraction = p;
+  uint64_t decimals = 0;
+  while (p < end && is_digit(*p)) {
+    decimals = decimals * 10 + static_cast<uint64_t>(*p - '0');
+    ++p;
+  }
+  size_t places = static_cast<size_t>(p - fraction);
+  if (p != end || places == 0 || places > max_decimals) {
     return std::nullopt;
   }
-  double value = 0;
-  for (char c : whole) {
-    value = value * 10 + (c - '0');
-  }
-  double scale = 0.1;
-  for (char c : fraction) {
-    value += (c - '0') * scale;
-    scale /= 10;
-  }
-  return value;
+  static constexpr double k_scale[] = {1, 10, 100, 1000};
+  return static_cast<double>(whole) + static_cast<double>(decimals) / k_scale[places];
 }
 
 bool is_hex_id(std::string_view text) {
@@ -306,7 +315,7 @@ struct LogAnalyzer::Impl {
     if (!text.empty() && text.back() == '\r') {
       text.remove_suffix(1);
     }
-    if (!text.empty()) {
+    if (format != Format::buildkit && !text.empty()) {
       last_non_empty.assign(text.substr(0, k_error_line_limit));
     }
     switch (format) {
@@ -629,7 +638,7 @@ struct LogAnalyzer::Impl {
     if (rest.empty() || !is_digit(rest[0])) {
       return false;
     }
-    size_t space = rest.find(' ');
+    size_t space = rest.find(' ', 1);
     auto value = decimal_seconds(rest.substr(0, space), 3);
     if (!value) {
       return false;
@@ -1405,10 +1414,10 @@ nlohmann::json to_json(const RunAnalysis& run) {
                     {"lines", log.lines},
                     {"bytes", log.bytes},
                     {"clipped", log.clipped},
-                    {"failed", log.failed},
-                    {"steps", steps}});
+                    {"failed", log.failed}});
+    logs.back()["steps"] = std::move(steps);
   }
-  out["logs"] = logs;
+  out["logs"] = std::move(logs);
   json stages = json::array();
   for (const auto& stage : run.stages) {
     stages.push_back({{"stage", stage.stage},
@@ -1426,7 +1435,7 @@ nlohmann::json to_json(const RunAnalysis& run) {
                       {"clipped", stage.clipped},
                       {"fetches_without_progress", stage.fetches_without_progress}});
   }
-  out["stages"] = stages;
+  out["stages"] = std::move(stages);
   std::stable_sort(timed.begin(), timed.end(), [](const Ranked& a, const Ranked& b) {
     return *a.step->seconds > *b.step->seconds;
   });
@@ -1439,11 +1448,11 @@ nlohmann::json to_json(const RunAnalysis& run) {
                        {"name", timed[i].step->name},
                        {"seconds", *timed[i].step->seconds}});
   }
-  out["slowest_steps"] = slowest;
+  out["slowest_steps"] = std::move(slowest);
   out["idle_tails"] = {{"total_seconds", round_ms(idle_total)},
                        {"over_threshold_seconds", round_ms(idle_over)},
-                       {"steps", idle_steps}};
-  out["clips"] = clips;
+                       {"steps", std::move(idle_steps)}};
+  out["clips"] = std::move(clips);
   json retries = json::array();
   for (const auto& retry : run.retries) {
     json entry = {{"stage", retry.stage},
@@ -1458,9 +1467,9 @@ nlohmann::json to_json(const RunAnalysis& run) {
     }
     retries.push_back(std::move(entry));
   }
-  out["retries"] = retries;
+  out["retries"] = std::move(retries);
   out["warnings"] = warnings_json(warnings);
-  out["errors"] = errors;
+  out["errors"] = std::move(errors);
   out["fetches_without_progress"] = fetches;
   return out;
 }

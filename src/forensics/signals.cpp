@@ -2,8 +2,6 @@
 
 #include <charconv>
 
-#include <re2/re2.h>
-
 namespace kiln::forensics {
 
 namespace {
@@ -86,11 +84,66 @@ bool is_traceback_start(std::string_view text) {
   return text == "Traceback (most recent call last):";
 }
 
+namespace {
+
+// cc, gcc, g++, c++, clang, clang++; with a cross prefix (x86_64-linux-gnu-gcc) or a version
+// suffix (gcc-12, clang++-14).
+bool is_compiler_name(std::string_view word) {
+  static constexpr std::string_view k_names[] = {"clang++", "clang", "g++", "gcc", "c++", "cc"};
+  // A version suffix: -12, -14.0.6
+  size_t dash = word.rfind('-');
+  if (dash != std::string_view::npos && dash + 1 < word.size() &&
+      word.find_first_not_of("0123456789.", dash + 1) == std::string_view::npos &&
+      is_digit(word[dash + 1])) {
+    word = word.substr(0, dash);
+  }
+  for (std::string_view name : k_names) {
+    if (word.ends_with(name)) {
+      size_t before = word.size() - name.size();
+      if (before == 0 || word[before - 1] == '-') {
+        // A cross prefix is made of [A-Za-z0-9_.-]
+        for (size_t i = 0; i < before; ++i) {
+          char c = word[i];
+          if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_' ||
+                c == '.' || c == '-')) {
+            return false;
+          }
+        }
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+} // namespace
+
 bool is_compiler_invocation(std::string_view text) {
-  // Only lines that already carry a `-c` word come here, so a regex is affordable.
-  static const re2::RE2 compiler(
-      R"((?:^|[\s/'"(;&|])(?:[A-Za-z0-9_.]+-)*(?:cc|gcc|g\+\+|c\+\+|clang|clang\+\+)(?:-[0-9]+(?:\.[0-9]+)*)?\s)");
-  return re2::RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), compiler);
+  // The words before the first option: `/usr/bin/c++ -O2 ... -c a.cpp`, `ccache g++ -c`,
+  // `cd /b && clang++ -c`. Only lines that already carry a `-c` word come here.
+  while (!text.empty()) {
+    text = skip_blanks(text);
+    size_t end = text.find_first_of(" \t");
+    std::string_view word = text.substr(0, end);
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end);
+    if (word.empty()) {
+      continue;
+    }
+    if (word.front() == '-') {
+      return false;
+    }
+    while (!word.empty() && (word.front() == '\'' || word.front() == '"' || word.front() == '(')) {
+      word.remove_prefix(1);
+    }
+    size_t slash = word.rfind('/');
+    if (slash != std::string_view::npos) {
+      word.remove_prefix(slash + 1);
+    }
+    if (is_compiler_name(word)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 bool is_build_progress_compile(std::string_view text) {

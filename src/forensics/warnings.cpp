@@ -99,19 +99,16 @@ void WarningClassifier::count(std::string_view klass, WarningCounts& counts) con
     ++counts.unclassified;
     return;
   }
-  // Heterogeneous lookup needs C++20's transparent hashing; a short copy is cheap next to
-  // reading the line.
-  std::string name(klass);
-  if (m_noise.count(name)) {
+  if (m_noise.find(klass) != m_noise.end()) {
     ++counts.noise;
-  } else if (m_signal.count(name)) {
+  } else if (m_signal.find(klass) != m_signal.end()) {
     ++counts.signal;
   }
-  auto found = counts.classes.find(name);
+  auto found = counts.classes.find(klass);
   if (found != counts.classes.end()) {
     ++found->second;
   } else if (counts.classes.size() < k_max_classes) {
-    counts.classes.emplace(std::move(name), 1);
+    counts.classes.emplace(std::string(klass), 1);
   } else {
     ++counts.classes[std::string(k_other_class)];
   }

@@ -22,7 +22,7 @@ struct WarningCounts {
   long noise = 0;
   long signal = 0;
   long unclassified = 0; // `<where>: warning:` lines with no [-W...] class
-  std::map<std::string, long> classes;
+  std::map<std::string, long, std::less<>> classes;
 
   WarningCounts& operator+=(const WarningCounts& other);
 };
@@ -48,8 +48,12 @@ public:
   void count(std::string_view klass, WarningCounts& counts) const;
 
 private:
-  std::unordered_set<std::string> m_noise;
-  std::unordered_set<std::string> m_signal;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+  };
+  std::unordered_set<std::string, Hash, std::equal_to<>> m_noise;
+  std::unordered_set<std::string, Hash, std::equal_to<>> m_signal;
 };
 
 /// "-Wfoo" from "foo", "-Wfoo" or " -Wfoo ": a class as a user may write it in --noise.

@@ -417,9 +417,9 @@ TEST(LogAnalysisComposed, WarningsByClassAndFlood) {
   EXPECT_EQ(step.warnings.signal, 3);
   EXPECT_EQ(step.warnings.unclassified, 1); // ld's; git's line-start `warning:` is none
   EXPECT_EQ(step.warnings.classes,
-            (std::map<std::string, long>{{"-Wunused-parameter", 120},
-                                         {"-Winconsistent-missing-override", 3},
-                                         {"-Wimplicit-fallthrough", 1}}));
+            (std::map<std::string, long, std::less<>>{{"-Wunused-parameter", 120},
+                                                      {"-Winconsistent-missing-override", 3},
+                                                      {"-Wimplicit-fallthrough", 1}}));
   EXPECT_FALSE(analyze(k_composed + "warnings.buildkit.log").steps[3].flood); // default 10000
 
   Options custom;
