@@ -5,6 +5,7 @@
 #include "cli/gate_command.h"
 #include "cli/history_command.h"
 #include "cli/lint_command.h"
+#include "cli/logs_command.h"
 #include "cli/report_command.h"
 #include "cli/resources_command.h"
 #include "cli/run_command.h"
@@ -31,6 +32,8 @@ int dispatch(int argc, char** argv) {
   kiln::add_gate_command(app, gate_args, image_env_gate, residue_gate);
   kiln::LintArgs lint_args;
   CLI::App* lint = kiln::add_lint_command(app, lint_args);
+  kiln::LogsArgs logs_args;
+  CLI::App* logs_analyze = kiln::add_logs_command(app, logs_args);
   std::string resources_csv;
   CLI::App* summarize = kiln::add_resources_command(app, resources_csv);
   kiln::HistoryArgs history_args;
@@ -73,6 +76,9 @@ int dispatch(int argc, char** argv) {
   }
   if (history->parsed()) {
     return kiln::history_command(history_args);
+  }
+  if (logs_analyze->parsed()) {
+    return kiln::logs_analyze_command(logs_args);
   }
   if (summarize->parsed()) {
     return kiln::resources_summarize_command(resources_csv);

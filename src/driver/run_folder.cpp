@@ -39,9 +39,41 @@ void RecordLog::cut(uint64_t at, const std::string& reason) {
       fmt::format("\n[kiln] this log was cut here, at byte {}: {}\n", at, reason));
 }
 
+namespace {
+
+uint64_t millis_since(std::chrono::steady_clock::time_point start) {
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  return static_cast<uint64_t>(
+      std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()));
+}
+
+} // namespace
+
+void RecordLog::keep_line_times(const std::filesystem::path& times_path) {
+  m_times_start = std::chrono::steady_clock::now();
+  if (!m_times.open(times_path)) {
+    m_times.close();
+  }
+}
+
+void RecordLog::finish_line_times() {
+  if (!m_times.is_open() || m_times.failed()) {
+    return;
+  }
+  if (!m_times.write(m_times_writer.on_end(m_file.written(), millis_since(m_times_start)))) {
+    m_times.close();
+  }
+}
+
 bool RecordLog::write(std::string_view data) {
   if (m_cut_at) {
     return false;
+  }
+  if (m_times.is_open() && !m_times.failed() && !data.empty()) {
+    std::string mark = m_times_writer.on_chunk(m_file.written(), millis_since(m_times_start));
+    if (!mark.empty() && !m_times.write(mark)) {
+      m_times.close(); // the sidecar is a help, never a reason to cut the record
+    }
   }
   if (m_engine_output && m_state) {
     if (std::string first = m_state->first_error(); !first.empty()) {
@@ -142,7 +174,8 @@ void RunFolder::log(std::string_view message) {
   m_driver_log->write(line);
 }
 
-tl::expected<RecordLog, std::string> RunFolder::open_log(const std::string& relative) {
+tl::expected<RecordLog, std::string> RunFolder::open_log(const std::string& relative,
+                                                         bool line_times) {
   std::error_code ignored; // a lane's stage logs are in a folder of its own; open says why not
   std::filesystem::create_directories((m_path / relative).parent_path(), ignored);
   auto log = RecordLog::open(m_path / relative);
@@ -151,6 +184,9 @@ tl::expected<RecordLog, std::string> RunFolder::open_log(const std::string& rela
     return log;
   }
   log->m_state = m_state;
+  if (line_times) {
+    log->keep_line_times((m_path / relative).replace_extension(".times"));
+  }
   return log;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <tl/expected.hpp>
 
 #include "driver/records.h"
+#include "forensics/line_times.h"
 #include "util/fs.h"
 #include "util/time.h"
 
@@ -38,6 +40,13 @@ public:
 
   /// False once the file was cut.
   bool write(std::string_view data);
+  /// Also keep the line-time sidecar `<log minus .log>.times` beside it: a mark `<offset>
+  /// <milliseconds since now>` for a chunk of output arriving 100 ms or more after the last
+  /// mark (docs/records.md). A sidecar that cannot be written is given up, the log goes on.
+  void keep_line_times(const std::filesystem::path& times_path);
+  /// The sidecar's last mark: the end of the log, now. Nothing without a sidecar.
+  void finish_line_times();
+
   /// The size the file had when it was cut; nullopt while it is whole.
   std::optional<uint64_t> cut_at() const { return m_cut_at; }
   const std::filesystem::path& path() const { return m_path; }
@@ -51,6 +60,9 @@ private:
   std::shared_ptr<RecordState> m_state;
   bool m_engine_output = true; // driver.log is kiln's own and is never cut for another's sake
   std::optional<uint64_t> m_cut_at;
+  AppendFile m_times;
+  forensics::LineTimesWriter m_times_writer;
+  std::chrono::steady_clock::time_point m_times_start;
 };
 
 /// The folder of one run: driver.log, stages/<stage>.attempt-N.log, manifest.json; and the
@@ -71,8 +83,10 @@ public:
   /// it survives kiln being killed (not a power cut: no fsync per line). Safe from any thread.
   void log(std::string_view message);
 
-  /// Open a log of engine output, `relative` to path().
-  tl::expected<RecordLog, std::string> open_log(const std::string& relative);
+  /// Open a log of engine output, `relative` to path(); with `line_times`, its `.times`
+  /// sidecar too (an attempt's log).
+  tl::expected<RecordLog, std::string> open_log(const std::string& relative,
+                                                bool line_times = false);
 
   /// Rewrite manifest.json atomically: a kiln killed at any moment leaves a valid record.
   /// A write that fails for want of room is tried again once the reserved room is released.

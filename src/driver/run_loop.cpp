@@ -529,7 +529,7 @@ void Run::withdraw(const Stage& stage, const BuildRequest& request, const std::s
 AttemptOutcome Run::run_logged(const Stage& stage, const BuildRequest& request, AttemptRecord& a,
                                const ProgressListener& on_progress) {
   Steady::time_point start = m_clock.steady();
-  auto log = m_folder.open_log(a.log);
+  auto log = m_folder.open_log(a.log, true);
   if (!log) {
     AttemptOutcome outcome;
     outcome.exit.spawn_error = "not started: its log cannot be written: " + log.error();
@@ -544,6 +544,7 @@ AttemptOutcome Run::run_logged(const Stage& stage, const BuildRequest& request, 
     outcome = run_attempt(m_engine, request, *log, on_progress, limits,
                           [&] { m_console.stage_output(stage.name); });
   }
+  log->finish_line_times();
   a.seconds = seconds_since(start);
   a.exit_code = outcome.exit.spawn_error.empty() ? outcome.exit.status_code() : -1;
   a.steps_run = outcome.progress.steps_run;

@@ -1,0 +1,26 @@
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "forensics/log_analysis.h"
+
+namespace kiln {
+
+struct LogsArgs {
+  std::string target;
+  std::string format = "tty";
+  std::string records = "records";
+  std::string noise;  // comma list replacing the default noise classes
+  std::string signal; // comma list replacing the default signal classes
+  forensics::Options options;
+};
+
+/// `kiln logs analyze <log | run-dir | run-id> [--format tty|json] [--records DIR] [--top N]
+/// [--idle-threshold S] [--flood-lines N] [--noise LIST] [--signal LIST]`.
+CLI::App* add_logs_command(CLI::App& app, LogsArgs& args);
+
+int logs_analyze_command(LogsArgs& args);
+
+} // namespace kiln
