@@ -32,19 +32,32 @@ tl::expected<std::filesystem::path, std::string> records_folder(const std::strin
   return folder;
 }
 
-tl::expected<std::filesystem::path, std::string> run_folder(const std::string& run,
-                                                            const std::filesystem::path& records) {
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(std::filesystem::path(run) / "manifest.json", ec)) {
-    return std::filesystem::path(run);
+tl::expected<std::filesystem::path, std::string> resolve_run_folder(const std::string& run,
+                                                                    const std::string& records) {
+  std::error_code error;
+  std::filesystem::path folder = run;
+  if (!std::filesystem::is_directory(folder, error)) {
+    folder = run == "latest" ? std::filesystem::path(records) / "latest"
+                             : std::filesystem::path(records) / "runs" / run;
   }
-  std::filesystem::path named = run == "latest" ? records / "latest" : records / "runs" / run;
-  if (std::filesystem::is_regular_file(named / "manifest.json", ec)) {
-    return std::filesystem::canonical(named, ec);
+  if (!std::filesystem::is_directory(folder, error)) {
+    return tl::unexpected(fmt::format(
+        "no run folder {} ({} is neither a folder nor a run under {}/runs); name a run id "
+        "from {}/runs, `latest` or a run folder, and --records DIR when the records are "
+        "elsewhere",
+        folder.string(), run, records, records));
   }
-  return tl::unexpected(fmt::format("no run '{}': neither a run folder holding manifest.json nor a "
-                                    "run id under {} (see `ls {}`)",
-                                    run, (records / "runs").string(), (records / "runs").string()));
+  if (!std::filesystem::exists(folder / "manifest.json", error)) {
+    return tl::unexpected(
+        fmt::format("{} holds no manifest.json, so it is not a run folder; name a folder "
+                    "under <records>/runs",
+                    folder.string()));
+  }
+  // `latest` is a link: the page, and the line that names it, belong to the run it points at.
+  if (auto real = std::filesystem::canonical(folder, error); !error) {
+    folder = real;
+  }
+  return folder;
 }
 
 } // namespace kiln

@@ -17,8 +17,10 @@ tl::expected<std::filesystem::path, std::string> records_folder(const std::strin
                                                                 const std::string& chain_file,
                                                                 HistorySettings* history = nullptr);
 
-/// A run's folder from a run folder path, a run id under `records`, or `latest`.
-tl::expected<std::filesystem::path, std::string> run_folder(const std::string& run,
-                                                            const std::filesystem::path& records);
+/// The folder of `run`: itself when it is a folder, else `<records>/latest` for `latest`, else
+/// `<records>/runs/<run>`, resolved to its real path. An error names the path looked at and
+/// what to give instead.
+tl::expected<std::filesystem::path, std::string> resolve_run_folder(const std::string& run,
+                                                                    const std::string& records);
 
 } // namespace kiln

@@ -4,6 +4,7 @@
 
 #include "driver/records.h"
 #include "forensics/history.h"
+#include "forensics/log_analysis.h"
 
 namespace kiln {
 
@@ -40,7 +41,12 @@ HistoryNotes index_finished_run(const Chain& chain, const std::filesystem::path&
     return notes;
   }
   history->sync(chain.records, true);
-  if (auto indexed = history->index_run(run_dir); !indexed) {
+  std::optional<nlohmann::json> analysis;
+  if (auto analysed =
+          forensics::analyze_target(run_dir.string(), chain.records, forensics::Options{})) {
+    analysis = forensics::to_json(*analysed);
+  }
+  if (auto indexed = history->index_run(run_dir, analysis ? &*analysis : nullptr); !indexed) {
     notes.warning = indexed.error();
     return notes;
   }

@@ -9,11 +9,12 @@
 
 namespace kiln {
 
-/// How to make BuildKit keep a step's whole output: it clips at 2 MiB per step and 200 KiB/s
-/// by default (v0.11.6), set on the daemon, never on buildctl.
+/// How to make BuildKit keep a step's whole output: by default it clips each of a step's
+/// streams at 1 MiB, and at 100 KiB per second it has run (util/progress/logs), limits the
+/// daemon reads from its own environment, never buildctl's.
 constexpr const char* k_lift_log_limit =
     "start buildkitd with BUILDKIT_STEP_LOG_MAX_SIZE=1073741824 and "
-    "BUILDKIT_STEP_LOG_MAX_SPEED=104857600 in its environment (1 GiB per step, 100 MiB/s) to "
+    "BUILDKIT_STEP_LOG_MAX_SPEED=-1 in its environment (1 GiB per stream, no rate limit) to "
     "keep a step's whole output";
 
 /// What the run history says before a run.

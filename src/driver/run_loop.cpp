@@ -1429,8 +1429,9 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
                              stages.size(), m_chain.name, m_engine.name(),
                              m_record.engine_version));
   if (m_engine.name() == "buildkit") {
-    m_folder.log(fmt::format("BuildKit keeps at most 2 MiB of a step's output, 200 KiB/s, unless "
-                             "its daemon says otherwise; kiln warns of any step it clips: {}",
+    m_folder.log(fmt::format("BuildKit keeps at most 1 MiB of a step's output stream, 100 KiB per "
+                             "second, unless its daemon says otherwise; kiln warns of any step "
+                             "it clips: {}",
                              k_lift_log_limit));
   }
   for (const std::string& line : forecast.warnings) {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "forensics/history.h"
+#include "forensics/log_analysis.h"
 #include "util/fs.h"
 #include "util/time.h"
 
@@ -1145,6 +1146,10 @@ tl::expected<ReportInput, std::string> read_run_record(const std::filesystem::pa
     in.resources_note = "resources.csv could not be read: " + rows.error();
   } else {
     in.resources = std::move(*rows);
+  }
+  if (auto analysis = forensics::analyze_target(run_dir.string(), run_dir.parent_path(),
+                                                forensics::Options{})) {
+    in.analysis = forensics::to_json(*analysis);
   }
   in.history = run_history_json(run_dir);
   return in;

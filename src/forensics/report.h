@@ -32,9 +32,10 @@ std::string render_report(const ReportInput& in);
 /// a quoted attribute.
 std::string html_escape(std::string_view text);
 
-/// A run's manifest.json and resources.csv, read from its folder. A missing or unparsable
-/// manifest is an error naming the path; a missing or malformed resources.csv only leaves the
-/// chart out, with the reason in `resources_note`.
+/// A run's manifest.json and resources.csv, read from its folder, with the analysis of its logs
+/// and, when its records hold a history, its regressions and ETA error. A missing or
+/// unparsable manifest is an error naming the path; a missing or malformed resources.csv only
+/// leaves the chart out, with the reason in `resources_note`.
 tl::expected<ReportInput, std::string> read_run_record(const std::filesystem::path& run_dir);
 
 /// Read the record in `run_dir`, render it and write it atomically to `out`.

@@ -122,6 +122,11 @@ TEST(ReportBrowser, TheDemoRunsReportRendersInHeadlessChromium) {
     EXPECT_EQ(lines[0].attribute("data-points"), std::to_string(points)) << series;
   }
   EXPECT_EQ(html_elements(dom, "line", "boundary").size(), 2 * stages.size());
+
+  // The run's logs were analysed and it is in the history: both sections are there.
+  EXPECT_EQ(html_elements(dom, "table", "slowest-steps").size(), 1u);
+  EXPECT_NE(dom.find("<section id=\"analysis\">"), std::string::npos);
+  EXPECT_NE(dom.find("<section id=\"regressions\">"), std::string::npos);
 }
 
 TEST(ReportCli, AMissingRunOrAnUnreadableManifestIsOneErrorLineAndExitTwo) {

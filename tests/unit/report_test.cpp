@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "cli/report_command.h"
+#include "cli/records_folder.h"
 #include "forensics/report.h"
 #include "html_elements.h"
 #include "temp_dir.h"
