@@ -261,6 +261,20 @@ void Console::failure_tail(const std::vector<std::string>& lines, const std::str
   print_locked(text);
 }
 
+void Console::failure_errors(const std::string& stage, const std::string& step,
+                             const std::vector<std::string>& lines, long total) {
+  std::string text = fmt::format("kiln: [{}] the failing step ({}) printed {} error line(s){}:\n",
+                                 stage, one_line(step), total,
+                                 total > static_cast<long>(lines.size())
+                                     ? fmt::format(", the first and last {}", lines.size())
+                                     : "");
+  for (const auto& line : lines) {
+    text += fmt::format("    {}\n", line);
+  }
+  std::lock_guard lock(m_mutex);
+  print_locked(text);
+}
+
 void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir) {
   std::vector<std::vector<std::string>> rows = {
       {"stage", "outcome", "attempts", "seconds", "jobs", "cache hits", "smoke", "image"}};

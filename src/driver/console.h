@@ -47,6 +47,10 @@ public:
   void stage_finished(const std::string& stage, const std::string& outcome);
   /// The last lines of a failed attempt's output and where the whole of it is.
   void failure_tail(const std::vector<std::string>& lines, const std::string& log_path);
+  /// The error lines the failed step printed anywhere in its output, before the tail: at -j16
+  /// the first error scrolls far above the last lines.
+  void failure_errors(const std::string& stage, const std::string& step,
+                      const std::vector<std::string>& lines, long total);
   void summary(const RunRecord& run, const std::filesystem::path& run_dir);
 
 private:

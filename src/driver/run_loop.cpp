@@ -34,6 +34,7 @@
 #include "driver/run_history.h"
 #include "driver/salvage.h"
 #include "driver/scheduler.h"
+#include "forensics/log_analysis.h"
 #include "gates/smoke_floors.h"
 #include "lint/lint.h"
 #include "resources/budget.h"
@@ -248,6 +249,8 @@ private:
   void drop_registry_cache_after_flakes(const Stage& stage, BuildRequest& request,
                                         int import_flakes, int next_attempt);
   void save();
+  /// The error lines the failed step of a log printed, on the console before its tail.
+  void show_failing_step_errors(const Stage& stage, const std::string& log_path);
   /// Index the finished run in the run history and say which stages took longer than usual.
   void note_history();
   double seconds_since(Steady::time_point start) const {
@@ -836,6 +839,7 @@ Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
       m_folder.log(failed);
       m_console.stage_finished(stage.name, fmt::format("failed after {}: {}",
                                                        human_duration(a.seconds), record.failure));
+      show_failing_step_errors(stage, log_path);
       m_console.failure_tail(outcome.tail, log_path);
       if (!publishing) {
         salvage_failed_build({m_chain, m_engine, m_folder, m_console, m_options.no_salvage,
@@ -1396,6 +1400,25 @@ int Run::crashed(const std::string& reason) {
                              reason, (m_folder.path() / "manifest.json").string()));
   note_history();
   return k_exit_crash;
+}
+
+void Run::show_failing_step_errors(const Stage& stage, const std::string& log_path) {
+  std::optional<forensics::LogResult> analysed;
+  {
+    Unlocked waiting(m_mutex); // one pass over a log that may be gigabytes
+    if (auto result = forensics::analyze_log_file(log_path, log_path, forensics::Options{})) {
+      analysed = std::move(*result);
+    }
+  }
+  if (!analysed) {
+    return;
+  }
+  for (const forensics::StepResult& step : analysed->steps) {
+    if (!step.errors.empty() && !step.errors_from_tail) {
+      m_console.failure_errors(stage.name, step.name, step.errors, step.error_lines_total);
+      return;
+    }
+  }
 }
 
 void Run::note_history() {

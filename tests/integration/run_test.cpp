@@ -107,6 +107,28 @@ TEST(Run, CompileErrorFailsTheStageAtOnce) {
             std::string::npos);
 }
 
+TEST(Run, TheFailureSummaryShowsAnErrorThatScrolledFarAboveTheTail) {
+  ChainDir dir;
+  // As at -j16: the first error, then pages of other jobs' output before the build stops.
+  write_two_stage_chain(dir, "RUN echo 'lib.c:3:1: error: expected ; before }' >&2; "
+                             "i=0; while [ $i -lt 60 ]; do echo \"[$i/60] Building C object "
+                             "other_$i.o\"; i=$((i+1)); done; exit 1\n");
+  KilnResult result = dir.kiln({"run", "chain.toml"});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  auto errors = result.output.find("kiln: [work] the failing step (RUN echo 'lib.c:3:1: error: "
+                                   "expected ; before }' >&2; i=0;");
+  ASSERT_NE(errors, std::string::npos) << result.output;
+  EXPECT_NE(result.output.find(" printed 1 error line(s):\n    lib.c:3:1: error: expected ; before "
+                               "}\n",
+                               errors),
+            std::string::npos)
+      << result.output;
+  auto tail = result.output.find("kiln: last 20 lines of the engine output");
+  EXPECT_GT(tail, errors) << result.output;
+  EXPECT_EQ(result.output.find("\n    lib.c:3:1", tail), std::string::npos)
+      << "the tail alone would not have shown it";
+}
+
 TEST(Run, TransientFailureIsRetriedAndRecorded) {
   ChainDir dir;
   // A cache mount outlives a failed RUN, so the step can tell its first attempt from its second.
