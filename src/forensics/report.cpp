@@ -81,45 +81,6 @@ std::string scalar_text(const Json& value) {
   return "";
 }
 
-/// Seconds since the epoch of `2026-12-02T14:03:00Z` (a fraction allowed); nothing otherwise.
-std::optional<double> utc_seconds(std::string_view text) {
-  auto number = [&text](size_t pos, size_t len, int& out) {
-    const char* first = text.data() + pos;
-    auto [end, error] = std::from_chars(first, first + len, out);
-    return error == std::errc() && end == first + len;
-  };
-  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
-  if (text.size() < 20 || text[4] != '-' || text[7] != '-' || text[10] != 'T' || text[13] != ':' ||
-      text[16] != ':' || text.back() != 'Z' || !number(0, 4, year) || !number(5, 2, month) ||
-      !number(8, 2, day) || !number(11, 2, hour) || !number(14, 2, minute) ||
-      !number(17, 2, second)) {
-    return std::nullopt;
-  }
-  double fraction = 0;
-  if (text.size() > 20) {
-    std::string_view rest = text.substr(19, text.size() - 20);
-    if (rest.front() != '.' || rest.size() < 2) {
-      return std::nullopt;
-    }
-    double scale = 0.1;
-    for (char c : rest.substr(1)) {
-      if (c < '0' || c > '9') {
-        return std::nullopt;
-      }
-      fraction += (c - '0') * scale;
-      scale /= 10;
-    }
-  }
-  std::chrono::year_month_day date{std::chrono::year(year),
-                                   std::chrono::month(static_cast<unsigned>(month)),
-                                   std::chrono::day(static_cast<unsigned>(day))};
-  if (!date.ok()) {
-    return std::nullopt;
-  }
-  double days = std::chrono::sys_days(date).time_since_epoch().count();
-  return days * 86400 + hour * 3600 + minute * 60 + second + fraction;
-}
-
 /// At most `limit` bytes of `text`, cut before a UTF-8 continuation byte, with an ellipsis.
 std::string clipped(std::string_view text, size_t limit = k_max_text) {
   if (text.size() <= limit) {
@@ -198,12 +159,11 @@ Timeline lay_out(const Json& manifest, const std::vector<ResourceRow>& resources
       on_path.insert(name.get<std::string>());
     }
   }
-  std::optional<double> origin = utc_seconds(text_field(manifest, "started"));
+  std::optional<double> origin = parse_utc(text_field(manifest, "started"));
   if (!origin) {
     for (const Json& stage : array_field(manifest, "stages")) {
       for (const Json& attempt : array_field(stage, "attempts")) {
-        if (auto at = utc_seconds(text_field(attempt, "started"));
-            at && (!origin || *at < *origin)) {
+        if (auto at = parse_utc(text_field(attempt, "started")); at && (!origin || *at < *origin)) {
           origin = at;
         }
       }
@@ -224,7 +184,7 @@ Timeline lay_out(const Json& manifest, const std::vector<ResourceRow>& resources
     bar.critical = on_path.count(bar.name) > 0;
     double previous_end = 0;
     for (const Json& attempt : array_field(stage, "attempts")) {
-      std::optional<double> at = utc_seconds(text_field(attempt, "started"));
+      std::optional<double> at = parse_utc(text_field(attempt, "started"));
       if (!at) {
         continue;
       }
@@ -263,7 +223,7 @@ Timeline lay_out(const Json& manifest, const std::vector<ResourceRow>& resources
     t.bars.push_back(std::move(bar));
   }
   if (!resources.empty()) {
-    if (auto at = utc_seconds(resources.back().time)) {
+    if (auto at = parse_utc(resources.back().time)) {
       last = std::max(last, *at - t.origin);
     }
   }
@@ -551,7 +511,7 @@ void resource_chart(std::string& out, const Timeline& t, const ReportInput& in) 
       size_t count = 0;
       for (size_t i : kept) {
         const ResourceRow& row = in.resources[i];
-        std::optional<double> at = utc_seconds(row.time);
+        std::optional<double> at = parse_utc(row.time);
         if (!at) {
           continue;
         }

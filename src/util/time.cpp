@@ -1,9 +1,11 @@
 #include "util/time.h"
 
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <random>
-
-#include <cstdio>
 
 namespace kiln {
 
@@ -56,6 +58,47 @@ std::string short_duration(double seconds) {
     return text;
   }
   return human_duration(seconds);
+}
+
+/// Seconds since the epoch of `2026-12-02T14:03:00Z` (fractional seconds allowed), or nothing
+/// when `text` is not that form.
+std::optional<double> parse_utc(std::string_view text) {
+  auto number = [&text](size_t pos, size_t len, int& out) {
+    if (pos + len > text.size()) {
+      return false;
+    }
+    const char* first = text.data() + pos;
+    auto [end, error] = std::from_chars(first, first + len, out);
+    return error == std::errc() && end == first + len;
+  };
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  if (text.size() < 20 || text[4] != '-' || text[7] != '-' || text[10] != 'T' || text[13] != ':' ||
+      text[16] != ':' || text.back() != 'Z' || !number(0, 4, year) || !number(5, 2, month) ||
+      !number(8, 2, day) || !number(11, 2, hour) || !number(14, 2, minute) ||
+      !number(17, 2, second)) {
+    return std::nullopt;
+  }
+  double fraction = 0;
+  std::string_view rest = text.substr(19, text.size() - 20);
+  if (!rest.empty()) {
+    if (rest.front() != '.' || rest.size() < 2 ||
+        !std::all_of(rest.begin() + 1, rest.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return std::nullopt;
+    }
+    double scale = 0.1;
+    for (char c : rest.substr(1)) {
+      fraction += (c - '0') * scale;
+      scale /= 10;
+    }
+  }
+  std::chrono::year_month_day date{std::chrono::year(year), std::chrono::month(month),
+                                   std::chrono::day(day)};
+  // 60 admits a leap second, which some clocks do print.
+  if (!date.ok() || hour > 23 || minute > 59 || second > 60) {
+    return std::nullopt;
+  }
+  auto days = std::chrono::sys_days(date).time_since_epoch().count();
+  return static_cast<double>(days) * 86400 + hour * 3600 + minute * 60 + second + fraction;
 }
 
 } // namespace kiln

@@ -1,7 +1,9 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace kiln {
 
@@ -9,6 +11,10 @@ using SystemTime = std::chrono::system_clock::time_point;
 
 /// `2026-12-02T14:03:00Z`: records use UTC whatever the host's zone.
 std::string utc_iso8601(SystemTime time);
+
+/// Seconds since the epoch of `2026-12-02T14:03:00Z` (fractional seconds allowed), or nothing
+/// when `text` is not that form.
+std::optional<double> parse_utc(std::string_view text);
 
 /// A run id `YYYYMMDD-HHMMSS-xxxx` (UTC, four random hex digits): sorts by start time and two
 /// runs started in the same second still differ.

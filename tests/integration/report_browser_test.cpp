@@ -32,16 +32,6 @@ std::string rendered_dom(const ChainDir& dir, const std::filesystem::path& page)
   return dir.read("dom.html");
 }
 
-std::vector<std::pair<double, double>> points_of(const HtmlElement& polyline) {
-  std::vector<std::pair<double, double>> points;
-  std::istringstream in(polyline.attribute("points"));
-  for (std::string pair; in >> pair;) {
-    size_t comma = pair.find(',');
-    points.emplace_back(std::stod(pair.substr(0, comma)), std::stod(pair.substr(comma + 1)));
-  }
-  return points;
-}
-
 TEST(ReportBrowser, TheDemoRunsReportRendersInHeadlessChromium) {
   if (!std::filesystem::exists(k_chromium)) {
     GTEST_SKIP() << k_chromium << " is not installed (scripts/install-deps installs it)";

@@ -74,4 +74,14 @@ std::vector<HtmlElement> html_elements(const std::string& html, const std::strin
   return elements;
 }
 
+std::vector<std::pair<double, double>> points_of(const HtmlElement& polyline) {
+  std::vector<std::pair<double, double>> points;
+  std::istringstream in(polyline.attribute("points"));
+  for (std::string pair; in >> pair;) {
+    size_t comma = pair.find(',');
+    points.emplace_back(std::stod(pair.substr(0, comma)), std::stod(pair.substr(comma + 1)));
+  }
+  return points;
+}
+
 } // namespace kiln::testing

@@ -23,6 +23,9 @@ struct HtmlElement {
 std::vector<HtmlElement> html_elements(const std::string& html, const std::string& tag,
                                        const std::string& css_class = "");
 
+/// The coordinate pairs of a polyline's `points`.
+std::vector<std::pair<double, double>> points_of(const HtmlElement& polyline);
+
 /// `&lt;`, `&gt;`, `&amp;`, `&quot;`, `&#39;` and `&nbsp;` back to their characters.
 std::string html_unescape(const std::string& text);
 

@@ -48,17 +48,6 @@ std::set<std::string> critical_path(const json& manifest) {
   return names;
 }
 
-/// The coordinate pairs of a polyline's `points`.
-std::vector<std::pair<double, double>> points_of(const HtmlElement& polyline) {
-  std::vector<std::pair<double, double>> points;
-  std::istringstream in(polyline.attribute("points"));
-  for (std::string pair; in >> pair;) {
-    size_t comma = pair.find(',');
-    points.emplace_back(std::stod(pair.substr(0, comma)), std::stod(pair.substr(comma + 1)));
-  }
-  return points;
-}
-
 /// The bars must name every stage once, and be critical exactly on the manifest's path.
 void expect_bars_match(const std::string& html, const json& manifest) {
   auto bars = html_elements(html, "rect", "bar");
