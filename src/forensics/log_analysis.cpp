@@ -472,11 +472,20 @@ struct LogAnalyzer::Impl {
       }
       return;
     }
-    // Every colon: `...: warning:`, `[kiln-cc:stats]`, `{"stats":`.
+    // Every colon: `...: warning:`, `[kiln-cc:stats]`, `{"stats":`. Every error marker but a
+    // line's first word has a colon too (`error:`, `: undefined reference to`), so the walk
+    // also tells whether is_error_line's whole-line searches below can find anything.
     int colons_seen = 0;
+    bool all_colons_seen = true;
+    bool error_marker = false;
     for (const char* p = colon; p;
          p = static_cast<const char*>(std::memchr(p + 1, ':', b + n - p - 1))) {
       size_t i = static_cast<size_t>(p - b);
+      if (!error_marker) {
+        error_marker = (i >= 5 && std::memcmp(p - 5, "error", 5) == 0 &&
+                        (i == 5 || p[-6] == ' ' || p[-6] == ':')) ||
+                       (n - i >= 24 && std::memcmp(p, ": undefined reference to", 24) == 0);
+      }
       if (i >= 9 && std::memcmp(p - 7, "warning", 7) == 0 && p[-8] == ' ' && p[-9] == ':') {
         if (auto warning = parse_warning_line(text)) {
           classifier.count(warning->klass, s.r.warnings);
@@ -499,7 +508,11 @@ struct LogAnalyzer::Impl {
         }
         return;
       }
-      if (i + 1 == n || ++colons_seen == k_colons_looked_at) {
+      if (i + 1 == n) {
+        break;
+      }
+      if (++colons_seen == k_colons_looked_at) {
+        all_colons_seen = false;
         break;
       }
     }
@@ -517,7 +530,8 @@ struct LogAnalyzer::Impl {
     if (ccache_summary_line(s, text)) {
       return;
     }
-    if (is_error_line(text)) {
+    // Without a marker among the colons only the first word can make an error line.
+    if (error_marker || !all_colons_seen ? is_error_line(text) : starts_error_line(text)) {
       add_error(s, text);
     }
   }
