@@ -60,33 +60,53 @@ std::optional<int> small_number(std::string_view text) {
   return value;
 }
 
-// "1.069" as display.go prints elapsed seconds (1 to 3 decimals); nullopt otherwise. One pass:
-// it runs on every log line.
-std::optional<double> decimal_seconds(std::string_view text, size_t max_decimals) {
-  const char* p = text.data();
-  const char* end = p + text.size();
+// "1.069" as display.go prints elapsed seconds (1 to 3 decimals), kept as read: a step needs
+// the double of its last line only, at the end, and a division per line shows in a profile.
+struct Decimal {
   uint64_t whole = 0;
+  uint64_t fraction = 0;
+  size_t places = 0; // 1 to 3
+
+  double value() const {
+    static constexpr double k_scale[] = {1, 10, 100, 1000};
+    return static_cast<double>(whole) + static_cast<double>(fraction) / k_scale[places];
+  }
+};
+
+// The decimal at the start of [p, end), up to 9 digits before the point and 1 to
+// `max_decimals` after it; the end of the number, or nullptr when there is none.
+const char* parse_decimal(const char* p, const char* end, size_t max_decimals, Decimal& out) {
   const char* start = p;
+  out.whole = 0;
   while (p < end && is_digit(*p)) {
-    whole = whole * 10 + static_cast<uint64_t>(*p - '0');
+    out.whole = out.whole * 10 + static_cast<uint64_t>(*p - '0');
     ++p;
   }
   if (p == start || p - start > 9 || p == end || *p != '.') {
-    return std::nullopt;
+    return nullptr;
   }
   ++p;
   const char* fraction = p;
-  uint64_t decimals = 0;
+  out.fraction = 0;
   while (p < end && is_digit(*p)) {
-    decimals = decimals * 10 + static_cast<uint64_t>(*p - '0');
+    out.fraction = out.fraction * 10 + static_cast<uint64_t>(*p - '0');
     ++p;
   }
-  size_t places = static_cast<size_t>(p - fraction);
-  if (p != end || places == 0 || places > max_decimals) {
+  out.places = static_cast<size_t>(p - fraction);
+  if (out.places == 0 || out.places > max_decimals) {
+    return nullptr;
+  }
+  return p;
+}
+
+// The whole of `text` as such a decimal; nullopt otherwise.
+std::optional<double> decimal_seconds(std::string_view text, size_t max_decimals) {
+  Decimal decimal;
+  const char* end = text.data() + text.size();
+  if (parse_decimal(text.data(), end, max_decimals, decimal) != end) {
     return std::nullopt;
   }
-  static constexpr double k_scale[] = {1, 10, 100, 1000};
-  return static_cast<double>(whole) + static_cast<double>(decimals) / k_scale[places];
+  return decimal.value();
 }
 
 bool is_hex_id(std::string_view text) {
@@ -222,7 +242,7 @@ struct StepWork {
   bool open = true;
   bool instruction_fetches = false;
   // Timing.
-  std::optional<double> last_relative;  // BuildKit: seconds into the vertex of its last line
+  std::optional<Decimal> last_relative; // BuildKit: seconds into the vertex of its last line
   std::optional<double> last_output_at; // sidecar time of the last output line
   std::optional<double> done_seconds;
   // Compile-cache statistics, each the last block printed (their counters are cumulative)
@@ -630,11 +650,15 @@ struct LogAnalyzer::Impl {
       return;
     }
     if (text[0] == '#') {
-      size_t space = text.find(' ');
-      if (space != std::string_view::npos && space > 1 && space <= 10) {
-        if (auto number = small_number(text.substr(1, space - 1))) {
-          vertex_line(*number, text.substr(space + 1), at);
-        }
+      // `#<1 to 9 digits> `, read in one pass: every line of a BuildKit log starts so.
+      int number = 0;
+      size_t digits_end = 1;
+      while (digits_end < text.size() && digits_end <= 9 && is_digit(text[digits_end])) {
+        number = number * 10 + (text[digits_end] - '0');
+        ++digits_end;
+      }
+      if (digits_end > 1 && digits_end < text.size() && text[digits_end] == ' ') {
+        vertex_line(number, text.substr(digits_end + 1), at);
       }
       return;
     }
@@ -648,23 +672,19 @@ struct LogAnalyzer::Impl {
   }
 
   // "0.262 text" -> the seconds and the text.
-  static bool log_line(std::string_view rest, double& seconds, std::string_view& text) {
-    if (rest.empty() || !is_digit(rest[0])) {
+  static bool log_line(std::string_view rest, Decimal& seconds, std::string_view& text) {
+    const char* end = rest.data() + rest.size();
+    const char* after = parse_decimal(rest.data(), end, 3, seconds);
+    if (!after || (after != end && *after != ' ')) {
       return false;
     }
-    size_t space = rest.find(' ', 1);
-    auto value = decimal_seconds(rest.substr(0, space), 3);
-    if (!value) {
-      return false;
-    }
-    seconds = *value;
-    text = space == std::string_view::npos ? std::string_view{} : rest.substr(space + 1);
+    text = after == end ? std::string_view{} : std::string_view(after + 1, end - after - 1);
     return true;
   }
 
   void vertex_line(int number, std::string_view rest, uint64_t at) {
     StepWork* cur = current ? &steps[*current] : nullptr;
-    double seconds = 0;
+    Decimal seconds;
     std::string_view text;
     if (number == 0) {
       // The first log line of a vertex can carry #0: it still belongs under the header.
@@ -716,7 +736,7 @@ struct LogAnalyzer::Impl {
     current = known;
   }
 
-  void vertex_log(StepWork& s, double seconds, std::string_view text, uint64_t at) {
+  void vertex_log(StepWork& s, const Decimal& seconds, std::string_view text, uint64_t at) {
     if (text.size() > k_clip_head.size() + k_clip_tail.size() && text.starts_with(k_clip_head) &&
         text.ends_with(k_clip_tail)) {
       s.r.clipped = true;
@@ -901,7 +921,7 @@ struct LogAnalyzer::Impl {
       r.seconds = std::max(0.0, *r.end - *r.start);
     }
     if (s.done_seconds && s.last_relative) {
-      r.idle_tail_seconds = std::max(0.0, *s.done_seconds - *s.last_relative);
+      r.idle_tail_seconds = std::max(0.0, *s.done_seconds - s.last_relative->value());
     } else if (r.end && s.last_output_at) {
       r.idle_tail_seconds = std::max(0.0, *r.end - *s.last_output_at);
     }
