@@ -1,10 +1,15 @@
 #include "forensics/log_analysis.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <fcntl.h>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <tuple>
 #include <unistd.h>
 #include <unordered_map>
@@ -1032,6 +1037,108 @@ std::optional<std::string> read_small_file(const std::filesystem::path& path, si
   return text;
 }
 
+// Reads a file ahead on a thread of its own into a few buffers while the caller analyses
+// the chunk before: the copy out of the page cache then costs the analysis no time.
+class ReadAhead {
+public:
+  explicit ReadAhead(int fd) : m_fd(fd) {
+    for (size_t i = 0; i < k_buffers; ++i) {
+      m_chunks[i].bytes.resize(k_chunk_bytes);
+      m_free.push_back(i);
+    }
+    m_thread = std::thread([this] { run(); });
+  }
+
+  ~ReadAhead() {
+    {
+      std::lock_guard lock(m_mutex);
+      m_stop = true;
+    }
+    m_changed.notify_all();
+    m_thread.join();
+  }
+
+  ReadAhead(const ReadAhead&) = delete;
+  ReadAhead& operator=(const ReadAhead&) = delete;
+
+  /// The next chunk of the file, empty at its end or on an error; valid until the next call.
+  std::string_view next() {
+    std::unique_lock lock(m_mutex);
+    if (m_held) {
+      m_free.push_back(*m_held);
+      m_held.reset();
+      m_changed.notify_all();
+    }
+    m_changed.wait(lock, [this] { return !m_filled.empty() || m_ended; });
+    if (m_filled.empty()) {
+      return {};
+    }
+    m_held = m_filled.front();
+    m_filled.pop_front();
+    const Chunk& chunk = m_chunks[*m_held];
+    return std::string_view(chunk.bytes.data(), chunk.size);
+  }
+
+  /// The errno of a failed read, 0 when the file was read to its end; once next() came back
+  /// empty.
+  int error() {
+    std::lock_guard lock(m_mutex);
+    return m_errno;
+  }
+
+private:
+  static constexpr size_t k_buffers = 4;
+  static constexpr size_t k_chunk_bytes = 1u << 20;
+
+  struct Chunk {
+    std::vector<char> bytes;
+    size_t size = 0;
+  };
+
+  void run() {
+    for (;;) {
+      size_t index = 0;
+      {
+        std::unique_lock lock(m_mutex);
+        m_changed.wait(lock, [this] { return !m_free.empty() || m_stop; });
+        if (m_stop) {
+          return;
+        }
+        index = m_free.front();
+        m_free.pop_front();
+      }
+      Chunk& chunk = m_chunks[index];
+      ssize_t got = ::read(m_fd, chunk.bytes.data(), chunk.bytes.size());
+      int read_errno = got < 0 ? errno : 0;
+      {
+        std::lock_guard lock(m_mutex);
+        if (got <= 0) {
+          m_errno = read_errno;
+          m_ended = true;
+        } else {
+          chunk.size = static_cast<size_t>(got);
+          m_filled.push_back(index);
+        }
+      }
+      m_changed.notify_all();
+      if (got <= 0) {
+        return;
+      }
+    }
+  }
+
+  int m_fd;
+  std::array<Chunk, k_buffers> m_chunks;
+  std::mutex m_mutex;
+  std::condition_variable m_changed;
+  std::deque<size_t> m_free, m_filled;
+  std::optional<size_t> m_held; // the chunk the caller has
+  bool m_ended = false;
+  bool m_stop = false;
+  int m_errno = 0;
+  std::thread m_thread;
+};
+
 } // namespace
 
 tl::expected<LogResult, std::string> analyze_log_file(const std::filesystem::path& path,
@@ -1050,12 +1157,14 @@ tl::expected<LogResult, std::string> analyze_log_file(const std::filesystem::pat
   }
   bool sidecar = !clock.empty();
   LogAnalyzer analyzer(options, std::move(clock));
-  std::vector<char> buffer(1u << 20);
-  ssize_t got = 0;
-  while ((got = ::read(fd, buffer.data(), buffer.size())) > 0) {
-    analyzer.feed(std::string_view(buffer.data(), static_cast<size_t>(got)));
+  int read_errno = 0;
+  {
+    ReadAhead reader(fd);
+    for (std::string_view chunk = reader.next(); !chunk.empty(); chunk = reader.next()) {
+      analyzer.feed(chunk);
+    }
+    read_errno = reader.error();
   }
-  int read_errno = got < 0 ? errno : 0;
   ::close(fd);
   if (read_errno != 0) {
     return tl::unexpected(fmt_error(path, std::strerror(read_errno)));
