@@ -1,10 +1,15 @@
 #include "forensics/log_analysis.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <fcntl.h>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <tuple>
 #include <unistd.h>
 #include <unordered_map>
@@ -60,33 +65,53 @@ std::optional<int> small_number(std::string_view text) {
   return value;
 }
 
-// "1.069" as display.go prints elapsed seconds (1 to 3 decimals); nullopt otherwise. One pass:
-// it runs on every log line.
-std::optional<double> decimal_seconds(std::string_view text, size_t max_decimals) {
-  const char* p = text.data();
-  const char* end = p + text.size();
+// "1.069" as display.go prints elapsed seconds (1 to 3 decimals), kept as read: a step needs
+// the double of its last line only, at the end, and a division per line shows in a profile.
+struct Decimal {
   uint64_t whole = 0;
+  uint64_t fraction = 0;
+  size_t places = 0; // 1 to 3
+
+  double value() const {
+    static constexpr double k_scale[] = {1, 10, 100, 1000};
+    return static_cast<double>(whole) + static_cast<double>(fraction) / k_scale[places];
+  }
+};
+
+// The decimal at the start of [p, end), up to 9 digits before the point and 1 to
+// `max_decimals` after it; the end of the number, or nullptr when there is none.
+const char* parse_decimal(const char* p, const char* end, size_t max_decimals, Decimal& out) {
   const char* start = p;
+  out.whole = 0;
   while (p < end && is_digit(*p)) {
-    whole = whole * 10 + static_cast<uint64_t>(*p - '0');
+    out.whole = out.whole * 10 + static_cast<uint64_t>(*p - '0');
     ++p;
   }
   if (p == start || p - start > 9 || p == end || *p != '.') {
-    return std::nullopt;
+    return nullptr;
   }
   ++p;
   const char* fraction = p;
-  uint64_t decimals = 0;
+  out.fraction = 0;
   while (p < end && is_digit(*p)) {
-    decimals = decimals * 10 + static_cast<uint64_t>(*p - '0');
+    out.fraction = out.fraction * 10 + static_cast<uint64_t>(*p - '0');
     ++p;
   }
-  size_t places = static_cast<size_t>(p - fraction);
-  if (p != end || places == 0 || places > max_decimals) {
+  out.places = static_cast<size_t>(p - fraction);
+  if (out.places == 0 || out.places > max_decimals) {
+    return nullptr;
+  }
+  return p;
+}
+
+// The whole of `text` as such a decimal; nullopt otherwise.
+std::optional<double> decimal_seconds(std::string_view text, size_t max_decimals) {
+  Decimal decimal;
+  const char* end = text.data() + text.size();
+  if (parse_decimal(text.data(), end, max_decimals, decimal) != end) {
     return std::nullopt;
   }
-  static constexpr double k_scale[] = {1, 10, 100, 1000};
-  return static_cast<double>(whole) + static_cast<double>(decimals) / k_scale[places];
+  return decimal.value();
 }
 
 bool is_hex_id(std::string_view text) {
@@ -222,7 +247,7 @@ struct StepWork {
   bool open = true;
   bool instruction_fetches = false;
   // Timing.
-  std::optional<double> last_relative;  // BuildKit: seconds into the vertex of its last line
+  std::optional<Decimal> last_relative; // BuildKit: seconds into the vertex of its last line
   std::optional<double> last_output_at; // sidecar time of the last output line
   std::optional<double> done_seconds;
   // Compile-cache statistics, each the last block printed (their counters are cumulative)
@@ -472,11 +497,20 @@ struct LogAnalyzer::Impl {
       }
       return;
     }
-    // Every colon: `...: warning:`, `[kiln-cc:stats]`, `{"stats":`.
+    // Every colon: `...: warning:`, `[kiln-cc:stats]`, `{"stats":`. Every error marker but a
+    // line's first word has a colon too (`error:`, `: undefined reference to`), so the walk
+    // also tells whether is_error_line's whole-line searches below can find anything.
     int colons_seen = 0;
+    bool all_colons_seen = true;
+    bool error_marker = false;
     for (const char* p = colon; p;
          p = static_cast<const char*>(std::memchr(p + 1, ':', b + n - p - 1))) {
       size_t i = static_cast<size_t>(p - b);
+      if (!error_marker) {
+        error_marker = (i >= 5 && std::memcmp(p - 5, "error", 5) == 0 &&
+                        (i == 5 || p[-6] == ' ' || p[-6] == ':')) ||
+                       (n - i >= 24 && std::memcmp(p, ": undefined reference to", 24) == 0);
+      }
       if (i >= 9 && std::memcmp(p - 7, "warning", 7) == 0 && p[-8] == ' ' && p[-9] == ':') {
         if (auto warning = parse_warning_line(text)) {
           classifier.count(warning->klass, s.r.warnings);
@@ -499,7 +533,11 @@ struct LogAnalyzer::Impl {
         }
         return;
       }
-      if (i + 1 == n || ++colons_seen == k_colons_looked_at) {
+      if (i + 1 == n) {
+        break;
+      }
+      if (++colons_seen == k_colons_looked_at) {
+        all_colons_seen = false;
         break;
       }
     }
@@ -517,7 +555,8 @@ struct LogAnalyzer::Impl {
     if (ccache_summary_line(s, text)) {
       return;
     }
-    if (is_error_line(text)) {
+    // Without a marker among the colons only the first word can make an error line.
+    if (error_marker || !all_colons_seen ? is_error_line(text) : starts_error_line(text)) {
       add_error(s, text);
     }
   }
@@ -616,11 +655,15 @@ struct LogAnalyzer::Impl {
       return;
     }
     if (text[0] == '#') {
-      size_t space = text.find(' ');
-      if (space != std::string_view::npos && space > 1 && space <= 10) {
-        if (auto number = small_number(text.substr(1, space - 1))) {
-          vertex_line(*number, text.substr(space + 1), at);
-        }
+      // `#<1 to 9 digits> `, read in one pass: every line of a BuildKit log starts so.
+      int number = 0;
+      size_t digits_end = 1;
+      while (digits_end < text.size() && digits_end <= 9 && is_digit(text[digits_end])) {
+        number = number * 10 + (text[digits_end] - '0');
+        ++digits_end;
+      }
+      if (digits_end > 1 && digits_end < text.size() && text[digits_end] == ' ') {
+        vertex_line(number, text.substr(digits_end + 1), at);
       }
       return;
     }
@@ -634,23 +677,19 @@ struct LogAnalyzer::Impl {
   }
 
   // "0.262 text" -> the seconds and the text.
-  static bool log_line(std::string_view rest, double& seconds, std::string_view& text) {
-    if (rest.empty() || !is_digit(rest[0])) {
+  static bool log_line(std::string_view rest, Decimal& seconds, std::string_view& text) {
+    const char* end = rest.data() + rest.size();
+    const char* after = parse_decimal(rest.data(), end, 3, seconds);
+    if (!after || (after != end && *after != ' ')) {
       return false;
     }
-    size_t space = rest.find(' ', 1);
-    auto value = decimal_seconds(rest.substr(0, space), 3);
-    if (!value) {
-      return false;
-    }
-    seconds = *value;
-    text = space == std::string_view::npos ? std::string_view{} : rest.substr(space + 1);
+    text = after == end ? std::string_view{} : std::string_view(after + 1, end - after - 1);
     return true;
   }
 
   void vertex_line(int number, std::string_view rest, uint64_t at) {
     StepWork* cur = current ? &steps[*current] : nullptr;
-    double seconds = 0;
+    Decimal seconds;
     std::string_view text;
     if (number == 0) {
       // The first log line of a vertex can carry #0: it still belongs under the header.
@@ -702,7 +741,7 @@ struct LogAnalyzer::Impl {
     current = known;
   }
 
-  void vertex_log(StepWork& s, double seconds, std::string_view text, uint64_t at) {
+  void vertex_log(StepWork& s, const Decimal& seconds, std::string_view text, uint64_t at) {
     if (text.size() > k_clip_head.size() + k_clip_tail.size() && text.starts_with(k_clip_head) &&
         text.ends_with(k_clip_tail)) {
       s.r.clipped = true;
@@ -887,7 +926,7 @@ struct LogAnalyzer::Impl {
       r.seconds = std::max(0.0, *r.end - *r.start);
     }
     if (s.done_seconds && s.last_relative) {
-      r.idle_tail_seconds = std::max(0.0, *s.done_seconds - *s.last_relative);
+      r.idle_tail_seconds = std::max(0.0, *s.done_seconds - s.last_relative->value());
     } else if (r.end && s.last_output_at) {
       r.idle_tail_seconds = std::max(0.0, *r.end - *s.last_output_at);
     }
@@ -998,6 +1037,108 @@ std::optional<std::string> read_small_file(const std::filesystem::path& path, si
   return text;
 }
 
+// Reads a file ahead on a thread of its own into a few buffers while the caller analyses
+// the chunk before: the copy out of the page cache then costs the analysis no time.
+class ReadAhead {
+public:
+  explicit ReadAhead(int fd) : m_fd(fd) {
+    for (size_t i = 0; i < k_buffers; ++i) {
+      m_chunks[i].bytes.resize(k_chunk_bytes);
+      m_free.push_back(i);
+    }
+    m_thread = std::thread([this] { run(); });
+  }
+
+  ~ReadAhead() {
+    {
+      std::lock_guard lock(m_mutex);
+      m_stop = true;
+    }
+    m_changed.notify_all();
+    m_thread.join();
+  }
+
+  ReadAhead(const ReadAhead&) = delete;
+  ReadAhead& operator=(const ReadAhead&) = delete;
+
+  /// The next chunk of the file, empty at its end or on an error; valid until the next call.
+  std::string_view next() {
+    std::unique_lock lock(m_mutex);
+    if (m_held) {
+      m_free.push_back(*m_held);
+      m_held.reset();
+      m_changed.notify_all();
+    }
+    m_changed.wait(lock, [this] { return !m_filled.empty() || m_ended; });
+    if (m_filled.empty()) {
+      return {};
+    }
+    m_held = m_filled.front();
+    m_filled.pop_front();
+    const Chunk& chunk = m_chunks[*m_held];
+    return std::string_view(chunk.bytes.data(), chunk.size);
+  }
+
+  /// The errno of a failed read, 0 when the file was read to its end; once next() came back
+  /// empty.
+  int error() {
+    std::lock_guard lock(m_mutex);
+    return m_errno;
+  }
+
+private:
+  static constexpr size_t k_buffers = 4;
+  static constexpr size_t k_chunk_bytes = 1u << 20;
+
+  struct Chunk {
+    std::vector<char> bytes;
+    size_t size = 0;
+  };
+
+  void run() {
+    for (;;) {
+      size_t index = 0;
+      {
+        std::unique_lock lock(m_mutex);
+        m_changed.wait(lock, [this] { return !m_free.empty() || m_stop; });
+        if (m_stop) {
+          return;
+        }
+        index = m_free.front();
+        m_free.pop_front();
+      }
+      Chunk& chunk = m_chunks[index];
+      ssize_t got = ::read(m_fd, chunk.bytes.data(), chunk.bytes.size());
+      int read_errno = got < 0 ? errno : 0;
+      {
+        std::lock_guard lock(m_mutex);
+        if (got <= 0) {
+          m_errno = read_errno;
+          m_ended = true;
+        } else {
+          chunk.size = static_cast<size_t>(got);
+          m_filled.push_back(index);
+        }
+      }
+      m_changed.notify_all();
+      if (got <= 0) {
+        return;
+      }
+    }
+  }
+
+  int m_fd;
+  std::array<Chunk, k_buffers> m_chunks;
+  std::mutex m_mutex;
+  std::condition_variable m_changed;
+  std::deque<size_t> m_free, m_filled;
+  std::optional<size_t> m_held; // the chunk the caller has
+  bool m_ended = false;
+  bool m_stop = false;
+  int m_errno = 0;
+  std::thread m_thread;
+};
+
 } // namespace
 
 tl::expected<LogResult, std::string> analyze_log_file(const std::filesystem::path& path,
@@ -1016,12 +1157,14 @@ tl::expected<LogResult, std::string> analyze_log_file(const std::filesystem::pat
   }
   bool sidecar = !clock.empty();
   LogAnalyzer analyzer(options, std::move(clock));
-  std::vector<char> buffer(1u << 20);
-  ssize_t got = 0;
-  while ((got = ::read(fd, buffer.data(), buffer.size())) > 0) {
-    analyzer.feed(std::string_view(buffer.data(), static_cast<size_t>(got)));
+  int read_errno = 0;
+  {
+    ReadAhead reader(fd);
+    for (std::string_view chunk = reader.next(); !chunk.empty(); chunk = reader.next()) {
+      analyzer.feed(chunk);
+    }
+    read_errno = reader.error();
   }
-  int read_errno = got < 0 ? errno : 0;
   ::close(fd);
   if (read_errno != 0) {
     return tl::unexpected(fmt_error(path, std::strerror(read_errno)));

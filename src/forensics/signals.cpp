@@ -62,9 +62,13 @@ bool is_make_failure(std::string_view text) {
 
 } // namespace
 
+bool starts_error_line(std::string_view text) {
+  return text.starts_with("ninja: build stopped") || text.starts_with("FAILED: ") ||
+         is_make_failure(text);
+}
+
 bool is_error_line(std::string_view text) {
-  if (text.starts_with("ninja: build stopped") || text.starts_with("FAILED: ") ||
-      is_make_failure(text)) {
+  if (starts_error_line(text)) {
     return true;
   }
   if (text.find(": undefined reference to") != std::string_view::npos) {

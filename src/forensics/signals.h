@@ -14,6 +14,9 @@ namespace kiln::forensics {
 /// `make: *** ...` / `make[2]: *** ...`, `ninja: build stopped: ...`, ninja's `FAILED: ...`.
 /// CMake errors and Python tracebacks span lines: see ErrorBlock.
 bool is_error_line(std::string_view text);
+/// The error lines a first word makes (make's, ninja's): is_error_line without its searches of
+/// the whole line for `error:` and `: undefined reference to`.
+bool starts_error_line(std::string_view text);
 
 /// `CMake Error at CMakeLists.txt:3 (find_package):` or `CMake Error: ...`.
 bool is_cmake_error(std::string_view text);
