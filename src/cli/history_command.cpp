@@ -5,6 +5,7 @@
 #include "cli/records_folder.h"
 #include "driver/run_loop.h"
 #include "forensics/history.h"
+#include "util/strings.h"
 #include "util/time.h"
 
 namespace kiln {
@@ -113,9 +114,11 @@ int history_command(const HistoryArgs& args) {
     std::string name = s["lane"].get<std::string>().empty()
                            ? s["stage"].get<std::string>()
                            : s["lane"].get<std::string>() + "/" + s["stage"].get<std::string>();
-    fmt::print("{:<24} {:>5} {:>10} {:>10}  {}\n", name, s["runs"].size(),
-               seconds_text(s["median_green_seconds"]), seconds_text(s["last_seconds"]),
-               s["regression"].get<bool>() ? "REGRESSION" : "");
+    std::string row = fmt::format("{:<24} {:>5} {:>10} {:>10}  {}", name, s["runs"].size(),
+                                  seconds_text(s["median_green_seconds"]),
+                                  seconds_text(s["last_seconds"]),
+                                  s["regression"].get<bool>() ? "REGRESSION" : "");
+    fmt::print("{}\n", trim_space(row));
   }
   for (const auto& r : doc["regressions"]) {
     fmt::print("regression: {}\n",
