@@ -888,7 +888,13 @@ TEST(KilnCcSessionLifetime, AServerWhoseWatchdogIsKilledStillIdlesOut) {
                                quoted((step.dir() / "started").string()) + "\nsleep 600\n",
                            "SCCACHE_IDLE_TIMEOUT=2\n");
   ASSERT_TRUE(appears(step.dir() / "started")) << step.output().err;
+  // `session start` may still be on its way out when the shell goes on: wait for the watchdog
+  // to be the one kiln-cc left.
   auto watchdogs = processes_carrying(step.tmpdir_entry(), "kiln-cc");
+  for (auto deadline = Clock::now() + 10s; watchdogs.size() != 1 && Clock::now() < deadline;
+       watchdogs = processes_carrying(step.tmpdir_entry(), "kiln-cc")) {
+    std::this_thread::sleep_for(20ms);
+  }
   ASSERT_EQ(watchdogs.size(), 1u);
   ::kill(std::stoi(watchdogs[0]), SIGKILL);
   EXPECT_EQ(left_after_waiting(step.tmpdir_entry(), "sccache"), std::vector<std::string>{})
