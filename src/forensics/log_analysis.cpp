@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <map>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <tuple>
 #include <unistd.h>
@@ -112,6 +113,20 @@ std::optional<double> decimal_seconds(std::string_view text, size_t max_decimals
     return std::nullopt;
   }
   return decimal.value();
+}
+
+// Offsets of every '\n' in `chunk`, into `out` (cleared first).
+void find_newlines(std::string_view chunk, std::vector<uint32_t>& out) {
+  out.clear();
+  const char* begin = chunk.data();
+  const char* end = begin + chunk.size();
+  for (const char* p = begin; p < end; ++p) {
+    p = static_cast<const char*>(std::memchr(p, '\n', end - p));
+    if (!p) {
+      break;
+    }
+    out.push_back(static_cast<uint32_t>(p - begin));
+  }
 }
 
 bool is_hex_id(std::string_view text) {
@@ -305,34 +320,47 @@ struct LogAnalyzer::Impl {
   }
 
   void feed(std::string_view chunk) {
+    std::vector<uint32_t> newlines;
+    find_newlines(chunk, newlines);
+    feed_split(chunk, newlines);
+  }
+
+  // `chunk` with the offsets of its newlines, found beforehand (on the reading thread when
+  // analyze_log_file reads): the lines between them go to line(), a line cut by the chunk's
+  // end waits in `carry` for the rest.
+  void feed_split(std::string_view chunk, std::span<const uint32_t> newlines) {
     const char* begin = chunk.data();
-    const char* end = begin + chunk.size();
     const char* p = begin;
-    while (p < end) {
-      const char* newline = static_cast<const char*>(std::memchr(p, '\n', end - p));
-      const char* stop = newline ? newline : end;
-      if (!carry.empty() || carry_overlong || !newline) {
-        if (carry.empty() && !carry_overlong) {
-          carry_start = offset + (p - begin);
-        }
-        size_t room = k_line_limit > carry.size() ? k_line_limit - carry.size() : 0;
-        size_t take = std::min<size_t>(room, stop - p);
-        carry.append(p, take);
-        if (take < static_cast<size_t>(stop - p)) {
-          carry_overlong = true;
-        }
-        if (newline) {
-          line(carry, carry_start);
-          carry.clear();
-          carry_overlong = false;
-        }
+    for (uint32_t at : newlines) {
+      const char* stop = begin + at;
+      if (!carry.empty() || carry_overlong) {
+        append_carry(p, stop, begin);
+        line(carry, carry_start);
+        carry.clear();
+        carry_overlong = false;
       } else {
         size_t length = std::min<size_t>(stop - p, k_line_limit);
         line(std::string_view(p, length), offset + (p - begin));
       }
-      p = newline ? newline + 1 : end;
+      p = stop + 1;
+    }
+    if (p < begin + chunk.size()) {
+      append_carry(p, begin + chunk.size(), begin);
     }
     offset += chunk.size();
+  }
+
+  // [p, stop) of the chunk at `begin` onto the carried line, up to k_line_limit bytes of it.
+  void append_carry(const char* p, const char* stop, const char* begin) {
+    if (carry.empty() && !carry_overlong) {
+      carry_start = offset + (p - begin);
+    }
+    size_t room = k_line_limit > carry.size() ? k_line_limit - carry.size() : 0;
+    size_t take = std::min<size_t>(room, stop - p);
+    carry.append(p, take);
+    if (take < static_cast<size_t>(stop - p)) {
+      carry_overlong = true;
+    }
   }
 
   void line(std::string_view text, uint64_t at) {
@@ -1038,7 +1066,8 @@ std::optional<std::string> read_small_file(const std::filesystem::path& path, si
 }
 
 // Reads a file ahead on a thread of its own into a few buffers while the caller analyses
-// the chunk before: the copy out of the page cache then costs the analysis no time.
+// the chunk before: the copy out of the page cache then costs the analysis no time, and
+// neither does finding the line ends, which the thread does for each chunk it read.
 class ReadAhead {
 public:
   explicit ReadAhead(int fd) : m_fd(fd) {
@@ -1061,8 +1090,13 @@ public:
   ReadAhead(const ReadAhead&) = delete;
   ReadAhead& operator=(const ReadAhead&) = delete;
 
+  struct Piece {
+    std::string_view bytes;
+    std::span<const uint32_t> newlines; // offsets of the '\n's in `bytes`
+  };
+
   /// The next chunk of the file, empty at its end or on an error; valid until the next call.
-  std::string_view next() {
+  Piece next() {
     std::unique_lock lock(m_mutex);
     if (m_held) {
       m_free.push_back(*m_held);
@@ -1076,7 +1110,7 @@ public:
     m_held = m_filled.front();
     m_filled.pop_front();
     const Chunk& chunk = m_chunks[*m_held];
-    return std::string_view(chunk.bytes.data(), chunk.size);
+    return {std::string_view(chunk.bytes.data(), chunk.size), chunk.newlines};
   }
 
   /// The errno of a failed read, 0 when the file was read to its end; once next() came back
@@ -1093,6 +1127,7 @@ private:
   struct Chunk {
     std::vector<char> bytes;
     size_t size = 0;
+    std::vector<uint32_t> newlines;
   };
 
   void run() {
@@ -1110,13 +1145,16 @@ private:
       Chunk& chunk = m_chunks[index];
       ssize_t got = ::read(m_fd, chunk.bytes.data(), chunk.bytes.size());
       int read_errno = got < 0 ? errno : 0;
+      if (got > 0) {
+        chunk.size = static_cast<size_t>(got);
+        find_newlines(std::string_view(chunk.bytes.data(), chunk.size), chunk.newlines);
+      }
       {
         std::lock_guard lock(m_mutex);
         if (got <= 0) {
           m_errno = read_errno;
           m_ended = true;
         } else {
-          chunk.size = static_cast<size_t>(got);
           m_filled.push_back(index);
         }
       }
@@ -1160,8 +1198,8 @@ tl::expected<LogResult, std::string> analyze_log_file(const std::filesystem::pat
   int read_errno = 0;
   {
     ReadAhead reader(fd);
-    for (std::string_view chunk = reader.next(); !chunk.empty(); chunk = reader.next()) {
-      analyzer.feed(chunk);
+    for (auto piece = reader.next(); !piece.bytes.empty(); piece = reader.next()) {
+      analyzer.m_impl->feed_split(piece.bytes, piece.newlines);
     }
     read_errno = reader.error();
   }
