@@ -295,6 +295,17 @@ namespace {
 
 enum class Block { none, traceback, cmake };
 
+// A step's last lines, k_tail_line_limit bytes of each, in slots of a fixed size: remembering
+// a line is a copy into its slot, where a ring of std::strings paid for their bookkeeping.
+// Slots fill in order (`size` of them), then the step's tail_next says which to overwrite.
+struct TailRing {
+  std::array<std::array<char, k_tail_line_limit>, k_tail_lines> bytes;
+  std::array<uint16_t, k_tail_lines> lengths{};
+  size_t size = 0;
+
+  std::string_view operator[](size_t i) const { return {bytes[i].data(), lengths[i]}; }
+};
+
 struct StepWork {
   StepResult r;
   std::string full_name; // BuildKit: a header repeats it exactly
@@ -318,7 +329,7 @@ struct StepWork {
   std::vector<std::string> last_errors;
   size_t last_errors_next = 0;
   // The last lines, for a failure no error line names; dropped once the step succeeded.
-  std::vector<std::string> tail;
+  std::unique_ptr<TailRing> tail; // made on the first line
   size_t tail_next = 0;
 };
 
@@ -530,11 +541,13 @@ struct LogAnalyzer::Impl {
 
   void remember_tail(StepWork& s, std::string_view text) {
     std::string_view kept = text.substr(0, k_tail_line_limit);
-    if (s.tail.size() < k_tail_lines) {
-      s.tail.emplace_back(kept);
-    } else {
-      s.tail[s.tail_next].assign(kept);
+    if (!s.tail) {
+      s.tail = std::make_unique<TailRing>();
     }
+    TailRing& ring = *s.tail;
+    size_t slot = ring.size < k_tail_lines ? ring.size++ : s.tail_next;
+    std::memcpy(ring.bytes[slot].data(), kept.data(), kept.size());
+    ring.lengths[slot] = static_cast<uint16_t>(kept.size());
     s.tail_next = (s.tail_next + 1) % k_tail_lines;
   }
 
@@ -704,8 +717,7 @@ struct LogAnalyzer::Impl {
 
   void succeeded(StepWork& s) {
     s.open = false;
-    s.tail.clear();
-    s.tail.shrink_to_fit();
+    s.tail.reset();
     s.traceback_frames.clear();
   }
 
@@ -1033,13 +1045,13 @@ struct LogAnalyzer::Impl {
     if (r.state != StepState::error) {
       r.errors.clear();
       r.error_lines_total = 0;
-    } else if (r.errors.empty() && !s.tail.empty()) {
+    } else if (r.errors.empty() && s.tail && s.tail->size > 0) {
       r.errors_from_tail = true;
-      size_t n = s.tail.size();
+      size_t n = s.tail->size;
       size_t first = n < k_tail_lines ? 0 : s.tail_next;
       size_t keep = std::min(n, options.error_lines);
       for (size_t i = n - keep; i < n; ++i) {
-        r.errors.push_back(one_line(s.tail[(first + i) % n], k_error_line_limit));
+        r.errors.push_back(one_line((*s.tail)[(first + i) % n], k_error_line_limit));
       }
     }
   }
