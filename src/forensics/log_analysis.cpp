@@ -6,9 +6,13 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <fcntl.h>
 #include <map>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <tuple>
 #include <unistd.h>
@@ -112,6 +116,57 @@ std::optional<double> decimal_seconds(std::string_view text, size_t max_decimals
     return std::nullopt;
   }
   return decimal.value();
+}
+
+// Offsets of every '\n' in `chunk`, into `out` (cleared first).
+void find_newlines(std::string_view chunk, std::vector<uint32_t>& out) {
+  out.clear();
+  const char* begin = chunk.data();
+  const char* end = begin + chunk.size();
+  for (const char* p = begin; p < end; ++p) {
+    p = static_cast<const char*>(std::memchr(p, '\n', end - p));
+    if (!p) {
+      break;
+    }
+    out.push_back(static_cast<uint32_t>(p - begin));
+  }
+}
+
+// One walk over `text` for the '-'s and ':'s scan() looks around: calls `on_dash` with each
+// '-' in order and keeps the first `limit` ':'s in `colons`; returns how many it kept. With
+// SSE2 it compares 16 bytes at a time against both, where two memchr walks per line (and a
+// call per byte found) cost more than the look at each byte itself.
+template <class OnDash>
+size_t find_marks(std::string_view text, OnDash&& on_dash, const char** colons, size_t limit) {
+  const char* b = text.data();
+  const size_t n = text.size();
+  size_t count = 0;
+  size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i dash = _mm_set1_epi8('-');
+  const __m128i colon = _mm_set1_epi8(':');
+  for (; i + 16 <= n; i += 16) {
+    __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
+    unsigned dashes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, dash)));
+    unsigned found = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, colon)));
+    for (found |= dashes; found != 0; found &= found - 1) {
+      unsigned bit = static_cast<unsigned>(__builtin_ctz(found));
+      if (dashes >> bit & 1u) {
+        on_dash(b + i + bit);
+      } else if (count < limit) {
+        colons[count++] = b + i + bit;
+      }
+    }
+  }
+#endif
+  for (; i < n; ++i) {
+    if (b[i] == '-') {
+      on_dash(b + i);
+    } else if (b[i] == ':' && count < limit) {
+      colons[count++] = b + i;
+    }
+  }
+  return count;
 }
 
 bool is_hex_id(std::string_view text) {
@@ -240,6 +295,17 @@ namespace {
 
 enum class Block { none, traceback, cmake };
 
+// A step's last lines, k_tail_line_limit bytes of each, in slots of a fixed size: remembering
+// a line is a copy into its slot, where a ring of std::strings paid for their bookkeeping.
+// Slots fill in order (`size` of them), then the step's tail_next says which to overwrite.
+struct TailRing {
+  std::array<std::array<char, k_tail_line_limit>, k_tail_lines> bytes;
+  std::array<uint16_t, k_tail_lines> lengths{};
+  size_t size = 0;
+
+  std::string_view operator[](size_t i) const { return {bytes[i].data(), lengths[i]}; }
+};
+
 struct StepWork {
   StepResult r;
   std::string full_name; // BuildKit: a header repeats it exactly
@@ -263,7 +329,7 @@ struct StepWork {
   std::vector<std::string> last_errors;
   size_t last_errors_next = 0;
   // The last lines, for a failure no error line names; dropped once the step succeeded.
-  std::vector<std::string> tail;
+  std::unique_ptr<TailRing> tail; // made on the first line
   size_t tail_next = 0;
 };
 
@@ -276,6 +342,7 @@ struct LogAnalyzer::Impl {
   LogResult result;
 
   std::vector<StepWork> steps;
+  std::vector<std::unique_ptr<TailRing>> spare_tails; // of succeeded steps, for the next ones
   // Reading.
   std::string carry;
   bool carry_overlong = false;
@@ -305,34 +372,47 @@ struct LogAnalyzer::Impl {
   }
 
   void feed(std::string_view chunk) {
+    std::vector<uint32_t> newlines;
+    find_newlines(chunk, newlines);
+    feed_split(chunk, newlines);
+  }
+
+  // `chunk` with the offsets of its newlines, found beforehand (on the reading thread when
+  // analyze_log_file reads): the lines between them go to line(), a line cut by the chunk's
+  // end waits in `carry` for the rest.
+  void feed_split(std::string_view chunk, std::span<const uint32_t> newlines) {
     const char* begin = chunk.data();
-    const char* end = begin + chunk.size();
     const char* p = begin;
-    while (p < end) {
-      const char* newline = static_cast<const char*>(std::memchr(p, '\n', end - p));
-      const char* stop = newline ? newline : end;
-      if (!carry.empty() || carry_overlong || !newline) {
-        if (carry.empty() && !carry_overlong) {
-          carry_start = offset + (p - begin);
-        }
-        size_t room = k_line_limit > carry.size() ? k_line_limit - carry.size() : 0;
-        size_t take = std::min<size_t>(room, stop - p);
-        carry.append(p, take);
-        if (take < static_cast<size_t>(stop - p)) {
-          carry_overlong = true;
-        }
-        if (newline) {
-          line(carry, carry_start);
-          carry.clear();
-          carry_overlong = false;
-        }
+    for (uint32_t at : newlines) {
+      const char* stop = begin + at;
+      if (!carry.empty() || carry_overlong) {
+        append_carry(p, stop, begin);
+        line(carry, carry_start);
+        carry.clear();
+        carry_overlong = false;
       } else {
         size_t length = std::min<size_t>(stop - p, k_line_limit);
         line(std::string_view(p, length), offset + (p - begin));
       }
-      p = newline ? newline + 1 : end;
+      p = stop + 1;
+    }
+    if (p < begin + chunk.size()) {
+      append_carry(p, begin + chunk.size(), begin);
     }
     offset += chunk.size();
+  }
+
+  // [p, stop) of the chunk at `begin` onto the carried line, up to k_line_limit bytes of it.
+  void append_carry(const char* p, const char* stop, const char* begin) {
+    if (carry.empty() && !carry_overlong) {
+      carry_start = offset + (p - begin);
+    }
+    size_t room = k_line_limit > carry.size() ? k_line_limit - carry.size() : 0;
+    size_t take = std::min<size_t>(room, stop - p);
+    carry.append(p, take);
+    if (take < static_cast<size_t>(stop - p)) {
+      carry_overlong = true;
+    }
   }
 
   void line(std::string_view text, uint64_t at) {
@@ -431,39 +511,44 @@ struct LogAnalyzer::Impl {
     return false;
   }
 
-  void note_jobs(StepWork& s, std::string_view text, bool& dash_c) {
+  // The '-' at `p` in `text`: `-c` (a compiler invocation, in `dash_c`), `-j N` or
+  // `--parallel N` (the most jobs asked for, in the step's result).
+  void note_dash(StepWork& s, std::string_view text, const char* p, bool& dash_c) {
     const char* b = text.data();
     const char* end = b + text.size();
-    for (const char* p = static_cast<const char*>(std::memchr(b, '-', text.size())); p;
-         p = p + 1 < end ? static_cast<const char*>(std::memchr(p + 1, '-', end - p - 1))
-                         : nullptr) {
-      if (p != b) {
-        char before = p[-1];
-        if (before != ' ' && before != '=' && before != '\'' && before != '"' && before != '\t') {
-          continue;
-        }
+    if (p != b) {
+      char before = p[-1];
+      if (before != ' ' && before != '=' && before != '\'' && before != '"' && before != '\t') {
+        return;
       }
-      if (p + 1 >= end) {
-        break;
-      }
-      char next = p[1];
-      if (next == 'c' && (p + 2 == end || p[2] == ' ')) {
-        dash_c = true;
-      } else if (next == 'j' || (next == '-' && p + 2 < end && p[2] == 'p')) {
-        if (auto jobs = jobs_option(std::string_view(p, end - p))) {
-          s.r.jobs = std::max(s.r.jobs.value_or(0), *jobs);
-        }
+    }
+    if (p + 1 >= end) {
+      return;
+    }
+    char next = p[1];
+    if (next == 'c' && (p + 2 == end || p[2] == ' ')) {
+      dash_c = true;
+    } else if (next == 'j' || (next == '-' && p + 2 < end && p[2] == 'p')) {
+      if (auto jobs = jobs_option(std::string_view(p, end - p))) {
+        s.r.jobs = std::max(s.r.jobs.value_or(0), *jobs);
       }
     }
   }
 
+  void note_jobs(StepWork& s, std::string_view text, bool& dash_c) {
+    find_marks(
+        text, [&](const char* p) { note_dash(s, text, p, dash_c); }, nullptr, 0);
+  }
+
   void remember_tail(StepWork& s, std::string_view text) {
     std::string_view kept = text.substr(0, k_tail_line_limit);
-    if (s.tail.size() < k_tail_lines) {
-      s.tail.emplace_back(kept);
-    } else {
-      s.tail[s.tail_next].assign(kept);
+    if (!s.tail) {
+      s.tail = take_tail_ring();
     }
+    TailRing& ring = *s.tail;
+    size_t slot = ring.size < k_tail_lines ? ring.size++ : s.tail_next;
+    std::memcpy(ring.bytes[slot].data(), kept.data(), kept.size());
+    ring.lengths[slot] = static_cast<uint16_t>(kept.size());
     s.tail_next = (s.tail_next + 1) % k_tail_lines;
   }
 
@@ -479,8 +564,12 @@ struct LogAnalyzer::Impl {
     const size_t n = text.size();
     const char c0 = b[0];
 
+    // One walk over the line finds both: the dashes are looked at as they come, the colons
+    // wait for the checks below, which need to know first whether the line has a `-c`.
     bool dash_c = false;
-    note_jobs(s, text, dash_c);
+    std::array<const char*, k_colons_looked_at> colons;
+    size_t colon_count = find_marks(
+        text, [&](const char* p) { note_dash(s, text, p, dash_c); }, colons.data(), colons.size());
     if (dash_c ? is_compiler_invocation(text) : (c0 == '[' && is_build_progress_compile(text))) {
       ++s.r.compiler_invocations;
     }
@@ -488,8 +577,7 @@ struct LogAnalyzer::Impl {
       s.r.fetches_without_progress += fetches_without_progress(text.substr(2));
     }
 
-    const char* colon = static_cast<const char*>(std::memchr(b, ':', n));
-    if (!colon) {
+    if (colon_count == 0) {
       if (c0 == 'C') {
         sccache_text_line(s, text);
       } else if ((c0 == 'c' || c0 == 'd' || c0 == 'p') && std::memchr(b, '\t', n)) {
@@ -503,8 +591,8 @@ struct LogAnalyzer::Impl {
     int colons_seen = 0;
     bool all_colons_seen = true;
     bool error_marker = false;
-    for (const char* p = colon; p;
-         p = static_cast<const char*>(std::memchr(p + 1, ':', b + n - p - 1))) {
+    for (size_t k = 0; k < colon_count; ++k) {
+      const char* p = colons[k];
       size_t i = static_cast<size_t>(p - b);
       if (!error_marker) {
         error_marker = (i >= 5 && std::memcmp(p - 5, "error", 5) == 0 &&
@@ -628,10 +716,23 @@ struct LogAnalyzer::Impl {
     return s;
   }
 
+  // A ring a succeeded step gave back, or a new one: its slots left uninitialized (the lengths
+  // say what is in them), as 15 KB of fresh memory per step showed as memset and page faults.
+  std::unique_ptr<TailRing> take_tail_ring() {
+    if (spare_tails.empty()) {
+      return std::unique_ptr<TailRing>(new TailRing);
+    }
+    std::unique_ptr<TailRing> ring = std::move(spare_tails.back());
+    spare_tails.pop_back();
+    ring->size = 0;
+    return ring;
+  }
+
   void succeeded(StepWork& s) {
     s.open = false;
-    s.tail.clear();
-    s.tail.shrink_to_fit();
+    if (s.tail) {
+      spare_tails.push_back(std::move(s.tail));
+    }
     s.traceback_frames.clear();
   }
 
@@ -959,13 +1060,13 @@ struct LogAnalyzer::Impl {
     if (r.state != StepState::error) {
       r.errors.clear();
       r.error_lines_total = 0;
-    } else if (r.errors.empty() && !s.tail.empty()) {
+    } else if (r.errors.empty() && s.tail && s.tail->size > 0) {
       r.errors_from_tail = true;
-      size_t n = s.tail.size();
+      size_t n = s.tail->size;
       size_t first = n < k_tail_lines ? 0 : s.tail_next;
       size_t keep = std::min(n, options.error_lines);
       for (size_t i = n - keep; i < n; ++i) {
-        r.errors.push_back(one_line(s.tail[(first + i) % n], k_error_line_limit));
+        r.errors.push_back(one_line((*s.tail)[(first + i) % n], k_error_line_limit));
       }
     }
   }
@@ -1038,7 +1139,8 @@ std::optional<std::string> read_small_file(const std::filesystem::path& path, si
 }
 
 // Reads a file ahead on a thread of its own into a few buffers while the caller analyses
-// the chunk before: the copy out of the page cache then costs the analysis no time.
+// the chunk before: the copy out of the page cache then costs the analysis no time, and
+// neither does finding the line ends, which the thread does for each chunk it read.
 class ReadAhead {
 public:
   explicit ReadAhead(int fd) : m_fd(fd) {
@@ -1061,8 +1163,13 @@ public:
   ReadAhead(const ReadAhead&) = delete;
   ReadAhead& operator=(const ReadAhead&) = delete;
 
+  struct Piece {
+    std::string_view bytes;
+    std::span<const uint32_t> newlines; // offsets of the '\n's in `bytes`
+  };
+
   /// The next chunk of the file, empty at its end or on an error; valid until the next call.
-  std::string_view next() {
+  Piece next() {
     std::unique_lock lock(m_mutex);
     if (m_held) {
       m_free.push_back(*m_held);
@@ -1076,7 +1183,7 @@ public:
     m_held = m_filled.front();
     m_filled.pop_front();
     const Chunk& chunk = m_chunks[*m_held];
-    return std::string_view(chunk.bytes.data(), chunk.size);
+    return {std::string_view(chunk.bytes.data(), chunk.size), chunk.newlines};
   }
 
   /// The errno of a failed read, 0 when the file was read to its end; once next() came back
@@ -1093,6 +1200,7 @@ private:
   struct Chunk {
     std::vector<char> bytes;
     size_t size = 0;
+    std::vector<uint32_t> newlines;
   };
 
   void run() {
@@ -1110,13 +1218,16 @@ private:
       Chunk& chunk = m_chunks[index];
       ssize_t got = ::read(m_fd, chunk.bytes.data(), chunk.bytes.size());
       int read_errno = got < 0 ? errno : 0;
+      if (got > 0) {
+        chunk.size = static_cast<size_t>(got);
+        find_newlines(std::string_view(chunk.bytes.data(), chunk.size), chunk.newlines);
+      }
       {
         std::lock_guard lock(m_mutex);
         if (got <= 0) {
           m_errno = read_errno;
           m_ended = true;
         } else {
-          chunk.size = static_cast<size_t>(got);
           m_filled.push_back(index);
         }
       }
@@ -1160,8 +1271,8 @@ tl::expected<LogResult, std::string> analyze_log_file(const std::filesystem::pat
   int read_errno = 0;
   {
     ReadAhead reader(fd);
-    for (std::string_view chunk = reader.next(); !chunk.empty(); chunk = reader.next()) {
-      analyzer.feed(chunk);
+    for (auto piece = reader.next(); !piece.bytes.empty(); piece = reader.next()) {
+      analyzer.m_impl->feed_split(piece.bytes, piece.newlines);
     }
     read_errno = reader.error();
   }

@@ -97,6 +97,10 @@ public:
   LogResult finish();
 
 private:
+  // Reads with a thread that also finds the line ends (see the .cpp).
+  friend tl::expected<LogResult, std::string> analyze_log_file(const std::filesystem::path& path,
+                                                               const std::string& shown,
+                                                               const Options& options);
   struct Impl;
   std::unique_ptr<Impl> m_impl;
 };

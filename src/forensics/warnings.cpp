@@ -93,15 +93,33 @@ WarningClassifier::WarningClassifier(const std::vector<std::string>& noise,
   }
 }
 
+WarningClassifier::Kind WarningClassifier::kind_of(std::string_view klass) const {
+  for (size_t i = 0; i < m_recent_count; ++i) {
+    if (m_recent[i].klass == klass) {
+      return m_recent[i].kind;
+    }
+  }
+  Kind kind = m_noise.find(klass) != m_noise.end()     ? Kind::noise
+              : m_signal.find(klass) != m_signal.end() ? Kind::signal
+                                                       : Kind::other;
+  Recent& slot = m_recent[m_recent_next];
+  slot.klass.assign(klass);
+  slot.kind = kind;
+  m_recent_next = (m_recent_next + 1) % k_recent;
+  m_recent_count = std::max(m_recent_count, m_recent_next == 0 ? k_recent : m_recent_next);
+  return kind;
+}
+
 void WarningClassifier::count(std::string_view klass, WarningCounts& counts) const {
   ++counts.total;
   if (klass.empty()) {
     ++counts.unclassified;
     return;
   }
-  if (m_noise.find(klass) != m_noise.end()) {
+  Kind kind = kind_of(klass);
+  if (kind == Kind::noise) {
     ++counts.noise;
-  } else if (m_signal.find(klass) != m_signal.end()) {
+  } else if (kind == Kind::signal) {
     ++counts.signal;
   }
   auto found = counts.classes.find(klass);

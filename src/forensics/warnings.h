@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
@@ -45,9 +46,24 @@ public:
 
   /// Count one warning of class `klass` (empty: unclassified) into `counts`. The number of
   /// distinct classes kept per counter is bounded; further ones count as `-W(other)`.
+  /// Remembers the last few classes it sorted: not for two threads at once.
   void count(std::string_view klass, WarningCounts& counts) const;
 
 private:
+  enum class Kind : unsigned char { other, noise, signal };
+  Kind kind_of(std::string_view klass) const;
+
+  // A build prints the same few classes over and over: the last few looked up, compared
+  // byte by byte, save hashing each warning's class twice.
+  struct Recent {
+    std::string klass;
+    Kind kind = Kind::other;
+  };
+  static constexpr size_t k_recent = 8;
+  mutable std::array<Recent, k_recent> m_recent;
+  mutable size_t m_recent_count = 0;
+  mutable size_t m_recent_next = 0;
+
   struct Hash {
     using is_transparent = void;
     size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
