@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/fs.h"
+#include "util/json_field.h"
 #include "util/time.h"
 
 namespace kiln {
@@ -240,19 +241,6 @@ std::string manifest_json(const RunRecord& run) {
 
 namespace {
 
-/// A field of a manifest an older kiln, or a hand, may have written with another type.
-template <typename T, typename J> T field(const J& object, const char* key, T fallback) {
-  auto it = object.find(key);
-  if (it == object.end()) {
-    return fallback;
-  }
-  if constexpr (std::is_same_v<T, std::string>) {
-    return it->is_string() ? it->template get<std::string>() : fallback;
-  } else {
-    return it->is_number() ? it->template get<T>() : fallback;
-  }
-}
-
 // How many of the newest runs a new run looks at: a run killed further back was marked by the
 // run after it.
 constexpr size_t k_abandoned_scan = 20;
@@ -278,8 +266,9 @@ bool ran_steps(const nlohmann::json& stage) {
     return true; // an older record without attempts: take it as it is
   }
   for (const auto& attempt : *attempts) {
-    if (attempt.is_object() && field<std::string>(attempt, "verdict", "") == "ok") {
-      return field<int64_t>(attempt, "steps_cached", 0) < field<int64_t>(attempt, "steps_run", 0);
+    if (attempt.is_object() && json_field<std::string>(attempt, "verdict", "") == "ok") {
+      return json_field<int64_t>(attempt, "steps_cached", 0) <
+             json_field<int64_t>(attempt, "steps_run", 0);
     }
   }
   return true;
@@ -307,12 +296,12 @@ std::map<std::string, LastOk> last_ok_builds(const std::filesystem::path& record
       continue;
     }
     for (const auto& s : doc["stages"]) {
-      if (!s.is_object() || field<std::string>(s, "status", "") != "ok") {
+      if (!s.is_object() || json_field<std::string>(s, "status", "") != "ok") {
         continue;
       }
-      LastOk build{runs[i].filename().string(), field<double>(s, "seconds", 0.0),
-                   field<std::string>(s, "image_id", "")};
-      (ran_steps(s) ? builds : cached).emplace(field<std::string>(s, "name", ""), build);
+      LastOk build{runs[i].filename().string(), json_field<double>(s, "seconds", 0.0),
+                   json_field<std::string>(s, "image_id", "")};
+      (ran_steps(s) ? builds : cached).emplace(json_field<std::string>(s, "name", ""), build);
     }
   }
   builds.merge(cached); // keeps a build that ran steps where both exist
@@ -333,7 +322,7 @@ std::vector<std::string> mark_abandoned_runs(const std::filesystem::path& record
       continue;
     }
     auto doc = Json::parse(*text, nullptr, false);
-    if (!doc.is_object() || field<std::string>(doc, "status", "") != "running") {
+    if (!doc.is_object() || json_field<std::string>(doc, "status", "") != "running") {
       continue;
     }
     std::string ended = last_written(runs[i]);
@@ -341,20 +330,21 @@ std::vector<std::string> mark_abandoned_runs(const std::filesystem::path& record
     doc["status_reason"] =
         fmt::format("kiln (pid {} on {}) stopped without finishing its record: "
                     "killed, or the machine went down; found by the next run",
-                    field<int64_t>(doc, "pid", 0), field<std::string>(doc, "host", "?"));
+                    json_field<int64_t>(doc, "pid", 0), json_field<std::string>(doc, "host", "?"));
     doc["ended"] = ended;
     if (doc.contains("stages") && doc["stages"].is_array()) {
       for (auto& stage : doc["stages"]) {
         if (!stage.is_object()) {
           continue;
         }
-        if (field<std::string>(stage, "status", "") == "running") {
+        if (json_field<std::string>(stage, "status", "") == "running") {
           stage["status"] = "abandoned";
           stage["ended"] = ended;
         }
         if (stage.contains("attempts") && stage["attempts"].is_array()) {
           for (auto& attempt : stage["attempts"]) {
-            if (attempt.is_object() && field<std::string>(attempt, "verdict", "") == "running") {
+            if (attempt.is_object() &&
+                json_field<std::string>(attempt, "verdict", "") == "running") {
               attempt["verdict"] = "abandoned";
             }
           }

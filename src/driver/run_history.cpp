@@ -40,7 +40,6 @@ HistoryNotes index_finished_run(const Chain& chain, const std::filesystem::path&
     notes.warning = history.error();
     return notes;
   }
-  history->sync(chain.records, true);
   std::optional<nlohmann::json> analysis;
   if (auto analysed =
           forensics::analyze_target(run_dir.string(), chain.records, forensics::Options{})) {
@@ -50,6 +49,9 @@ HistoryNotes index_finished_run(const Chain& chain, const std::filesystem::path&
     notes.warning = indexed.error();
     return notes;
   }
+  // After this run, which sync() then finds indexed: earlier runs it never saw, and those still
+  // marked running, dead since this run holds the records lock.
+  history->sync(chain.records, true);
   RegressionRule rule{chain.history.regression_percent, chain.history.regression_seconds};
   history->set_rule(rule); // a report or `kiln history` of this run judges it the same way
   for (const Regression& r : history->regressions(run_dir.filename().string(), rule)) {

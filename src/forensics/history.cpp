@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 
 #include "util/fs.h"
+#include "util/json_field.h"
 #include "util/time.h"
 
 namespace kiln {
@@ -107,23 +108,6 @@ tl::expected<void, std::string> exec(sqlite3* db, const char* sql) {
   return {};
 }
 
-template <typename T> T field(const Json& object, const char* key, T fallback) {
-  if (!object.is_object()) {
-    return fallback;
-  }
-  auto it = object.find(key);
-  if (it == object.end()) {
-    return fallback;
-  }
-  if constexpr (std::is_same_v<T, std::string>) {
-    return it->is_string() ? it->get<std::string>() : fallback;
-  } else if constexpr (std::is_same_v<T, bool>) {
-    return it->is_boolean() ? it->get<bool>() : fallback;
-  } else {
-    return it->is_number() ? it->get<T>() : fallback;
-  }
-}
-
 /// A manifest names a laned stage `<lane>/<stage>`; the history keeps the two apart.
 std::string stage_name(const std::string& name, const std::string& lane) {
   if (!lane.empty() && name.starts_with(lane + "/")) {
@@ -152,10 +136,11 @@ std::map<std::pair<std::string, std::string>, AnalysedStage> analysed_stages(con
     return stages;
   }
   for (const Json& s : (*analysis)["stages"]) {
-    std::string lane = field<std::string>(s, "lane", "");
-    std::string name = stage_name(field<std::string>(s, "stage", ""), lane);
-    stages[{name, lane}] = {field<double>(s, "idle_tail_seconds", 0.0),
-                            field<bool>(s, "clipped", false), field<long>(s, "warnings", 0)};
+    std::string lane = json_field<std::string>(s, "lane", "");
+    std::string name = stage_name(json_field<std::string>(s, "stage", ""), lane);
+    stages[{name, lane}] = {json_field<double>(s, "idle_tail_seconds", 0.0),
+                            json_field<bool>(s, "clipped", false),
+                            json_field<long>(s, "warnings", 0)};
   }
   return stages;
 }
@@ -280,16 +265,16 @@ tl::expected<void, std::string> History::index_run(const std::filesystem::path& 
     return tl::unexpected(
         fmt::format("{} is not a kiln manifest", (run_dir / "manifest.json").string()));
   }
-  const std::string run_id = field<std::string>(doc, "run_id", "");
-  const std::string status = field<std::string>(doc, "status", "running");
+  const std::string run_id = json_field<std::string>(doc, "run_id", "");
+  const std::string status = json_field<std::string>(doc, "status", "running");
   double peak_cpu = 0;
   double min_ram = -1;
   double min_disk = -1;
   if (doc.contains("resources") && doc["resources"].is_array()) {
     for (const Json& phase : doc["resources"]) {
-      peak_cpu = std::max(peak_cpu, field<double>(phase, "peak_cpu", 0.0));
-      double ram = field<double>(phase, "min_free_ram_gb", -1.0);
-      double disk = field<double>(phase, "min_free_disk_gb", -1.0);
+      peak_cpu = std::max(peak_cpu, json_field<double>(phase, "peak_cpu", 0.0));
+      double ram = json_field<double>(phase, "min_free_ram_gb", -1.0);
+      double disk = json_field<double>(phase, "min_free_disk_gb", -1.0);
       min_ram = ram >= 0 && (min_ram < 0 || ram < min_ram) ? ram : min_ram;
       min_disk = disk >= 0 && (min_disk < 0 || disk < min_disk) ? disk : min_disk;
     }
@@ -324,16 +309,16 @@ tl::expected<void, std::string> History::index_run(const std::filesystem::path& 
   Statement run(m_db, "INSERT OR REPLACE INTO runs VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
                       "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)");
   run.bind(1, run_id)
-      .bind(2, field<std::string>(doc, "started", ""))
-      .bind(3, field<std::string>(doc, "ended", ""))
+      .bind(2, json_field<std::string>(doc, "started", ""))
+      .bind(3, json_field<std::string>(doc, "ended", ""))
       .bind(4, status)
       .bind(5, killed_status(status))
       .bind(6, status == "ok")
-      .bind(7, field<std::string>(doc.value("chain", Json::object()), "name", ""))
-      .bind(8, field<std::string>(doc.value("engine", Json::object()), "name", ""))
-      .bind(9, field<double>(doc, "wall_seconds", 0.0))
+      .bind(7, json_field<std::string>(doc.value("chain", Json::object()), "name", ""))
+      .bind(8, json_field<std::string>(doc.value("engine", Json::object()), "name", ""))
+      .bind(9, json_field<double>(doc, "wall_seconds", 0.0))
       .bind(10, path)
-      .bind(11, field<double>(critical, "seconds", 0.0))
+      .bind(11, json_field<double>(critical, "seconds", 0.0))
       .bind(12, peak_cpu)
       .bind(13, min_ram)
       .bind(14, min_disk)
@@ -346,9 +331,9 @@ tl::expected<void, std::string> History::index_run(const std::filesystem::path& 
   }
   if (doc.contains("stages") && doc["stages"].is_array()) {
     for (const Json& s : doc["stages"]) {
-      std::string lane = field<std::string>(s, "lane", "");
-      std::string name = stage_name(field<std::string>(s, "name", ""), lane);
-      std::string stage_status = field<std::string>(s, "status", "");
+      std::string lane = json_field<std::string>(s, "lane", "");
+      std::string name = stage_name(json_field<std::string>(s, "name", ""), lane);
+      std::string stage_status = json_field<std::string>(s, "status", "");
       // A dead run's stages were not finished, whatever they last said.
       if (killed_status(status) && stage_status == "running") {
         stage_status = "abandoned";
@@ -361,13 +346,13 @@ tl::expected<void, std::string> History::index_run(const std::filesystem::path& 
       bool clipped = false;
       if (s.contains("attempts") && s["attempts"].is_array()) {
         for (const Json& a : s["attempts"]) {
-          if (field<std::string>(a, "purpose", "build") != "build") {
+          if (json_field<std::string>(a, "purpose", "build") != "build") {
             continue;
           }
           ++attempts;
-          verdicts += (verdicts.empty() ? "" : ",") + field<std::string>(a, "verdict", "");
-          steps_run = field<int>(a, "steps_run", 0);
-          steps_cached = field<int>(a, "steps_cached", 0);
+          verdicts += (verdicts.empty() ? "" : ",") + json_field<std::string>(a, "verdict", "");
+          steps_run = json_field<int>(a, "steps_run", 0);
+          steps_cached = json_field<int>(a, "steps_cached", 0);
           if (a.contains("compile") && a["compile"].is_object()) {
             compile = a["compile"];
           }
@@ -381,17 +366,17 @@ tl::expected<void, std::string> History::index_run(const std::filesystem::path& 
           .bind(2, name)
           .bind(3, lane)
           .bind(4, stage_status)
-          .bind(5, field<std::string>(s, "outcome", ""))
-          .bind(6, field<std::string>(s, "started", ""))
-          .bind(7, field<double>(s, "seconds", 0.0))
+          .bind(5, json_field<std::string>(s, "outcome", ""))
+          .bind(6, json_field<std::string>(s, "started", ""))
+          .bind(7, json_field<double>(s, "seconds", 0.0))
           .bind(8, attempts)
           .bind(9, verdicts)
           .bind(10, steps_run)
           .bind(11, steps_cached);
       if (compile) {
-        row.bind(12, field<long>(*compile, "compile_requests", 0))
-            .bind(13, field<long>(*compile, "hits", 0))
-            .bind(14, field<long>(*compile, "misses", 0));
+        row.bind(12, json_field<long>(*compile, "compile_requests", 0))
+            .bind(13, json_field<long>(*compile, "hits", 0))
+            .bind(14, json_field<long>(*compile, "misses", 0));
       } else {
         row.bind_null(12).bind_null(13).bind_null(14);
       }
@@ -445,7 +430,7 @@ int History::sync(const std::filesystem::path& records, bool running_is_killed) 
       continue;
     }
     Json doc = Json::parse(*text, nullptr, false);
-    std::string status = field<std::string>(doc, "status", "");
+    std::string status = json_field<std::string>(doc, "status", "");
     if (status.empty() || (status == "running" && !running_is_killed) ||
         (known != indexed.end() && known->second == status)) {
       continue;
@@ -597,6 +582,16 @@ int History::prune(int keep) {
   return static_cast<int>(ids.size()) - keep;
 }
 
+namespace {
+
+Json regression_json(const Regression& r) {
+  return {{"run_id", r.run_id},     {"stage", r.stage},     {"lane", r.lane},
+          {"outcome", r.outcome},   {"seconds", r.seconds}, {"median_seconds", r.median_seconds},
+          {"runs", r.baseline_runs}};
+}
+
+} // namespace
+
 std::optional<Json> run_history_json(const std::filesystem::path& run_dir) {
   std::filesystem::path records = run_dir.parent_path().parent_path();
   std::error_code ec;
@@ -610,12 +605,7 @@ std::optional<Json> run_history_json(const std::filesystem::path& run_dir) {
   const std::string run_id = run_dir.filename().string();
   Json regressions = Json::array();
   for (const Regression& r : history->regressions(run_id, history->rule())) {
-    regressions.push_back({{"stage", r.stage},
-                           {"lane", r.lane},
-                           {"outcome", r.outcome},
-                           {"seconds", r.seconds},
-                           {"median_seconds", r.median_seconds},
-                           {"runs", r.baseline_runs}});
+    regressions.push_back(regression_json(r));
   }
   EtaError eta = history->eta_error(run_id);
   Json doc = {{"regressions", regressions}};
@@ -632,11 +622,15 @@ std::optional<Json> run_history_json(const std::filesystem::path& run_dir) {
 Json history_json(const History& history, const std::string& stage, const std::string& lane,
                   const RegressionRule& rule, int limit) {
   std::vector<std::string> runs = history.runs();
-  std::set<std::pair<std::string, std::string>> flagged;
+  std::vector<Regression> found;
   if (!runs.empty()) {
-    for (const Regression& r : history.regressions(runs.front(), rule)) {
-      flagged.insert({r.stage, r.lane});
-    }
+    found = history.regressions(runs.front(), rule);
+  }
+  std::set<std::pair<std::string, std::string>> flagged;
+  Json regressions = Json::array();
+  for (const Regression& r : found) {
+    flagged.insert({r.stage, r.lane});
+    regressions.push_back(regression_json(r));
   }
   Json stages = Json::array();
   for (const auto& [name, stage_lane] : history.stages()) {
@@ -672,18 +666,6 @@ Json history_json(const History& history, const std::string& stage, const std::s
                   {"last_seconds", list.empty() ? Json() : list.front()["seconds"]},
                   {"regression", flagged.count({name, stage_lane}) > 0}};
     stages.push_back(entry);
-  }
-  Json regressions = Json::array();
-  if (!runs.empty()) {
-    for (const Regression& r : history.regressions(runs.front(), rule)) {
-      regressions.push_back({{"run_id", r.run_id},
-                             {"stage", r.stage},
-                             {"lane", r.lane},
-                             {"outcome", r.outcome},
-                             {"seconds", r.seconds},
-                             {"median_seconds", r.median_seconds},
-                             {"runs", r.baseline_runs}});
-    }
   }
   return {{"runs", runs.size()},
           {"rule",
