@@ -547,7 +547,8 @@ struct LogAnalyzer::Impl {
     }
     TailRing& ring = *s.tail;
     size_t slot = ring.size < k_tail_lines ? ring.size++ : s.tail_next;
-    std::memcpy(ring.bytes[slot].data(), kept.data(), kept.size());
+    // copy_n, not memcpy: an empty line's view may hold a null pointer.
+    std::copy_n(kept.data(), kept.size(), ring.bytes[slot].data());
     ring.lengths[slot] = static_cast<uint16_t>(kept.size());
     s.tail_next = (s.tail_next + 1) % k_tail_lines;
   }

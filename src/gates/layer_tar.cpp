@@ -62,7 +62,7 @@ public:
   explicit MemoryInput(std::string_view bytes) : m_bytes(bytes) {}
   std::size_t read(char* out, std::size_t cap) override {
     std::size_t n = std::min(cap, m_bytes.size());
-    std::memcpy(out, m_bytes.data(), n);
+    std::copy_n(m_bytes.data(), n, out); // not memcpy: an empty view may hold a null pointer
     m_bytes.remove_prefix(n);
     return n;
   }
@@ -127,7 +127,7 @@ public:
   std::size_t read(char* out, std::size_t cap) override {
     std::string_view chunk = m_in.available();
     std::size_t n = std::min(cap, chunk.size());
-    std::memcpy(out, chunk.data(), n);
+    std::copy_n(chunk.data(), n, out); // as MemoryInput: the view may be empty and null
     m_in.consume(n);
     return n;
   }
