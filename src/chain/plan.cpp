@@ -55,15 +55,17 @@ std::vector<const Stage*> run_order(const Chain& chain) {
   return order;
 }
 
-std::vector<const DockerfileSource*> unique_dockerfiles(const std::vector<const Stage*>& stages) {
-  std::vector<const DockerfileSource*> sources;
+std::vector<const Stage*> one_stage_per_dockerfile(const std::vector<const Stage*>& stages) {
+  std::vector<const Stage*> firsts;
   for (const Stage* stage : stages) {
     const DockerfileSource* source = stage->dockerfile_source.get();
-    if (source != nullptr && std::find(sources.begin(), sources.end(), source) == sources.end()) {
-      sources.push_back(source);
+    if (source != nullptr && std::none_of(firsts.begin(), firsts.end(), [&](const Stage* first) {
+          return first->dockerfile_source.get() == source;
+        })) {
+      firsts.push_back(stage);
     }
   }
-  return sources;
+  return firsts;
 }
 
 tl::expected<std::vector<const Stage*>, std::string> select_stages(const Chain& chain,

@@ -24,9 +24,10 @@ std::vector<const Stage*> run_order(const Chain& chain);
 tl::expected<std::vector<const Stage*>, std::string> select_stages(const Chain& chain,
                                                                    const Selection& selection);
 
-/// Each stage's loaded Dockerfile once, in the stages' order: stages built from different targets
-/// of one Dockerfile share it, and linting it once per stage would report each finding twice.
-std::vector<const DockerfileSource*> unique_dockerfiles(const std::vector<const Stage*>& stages);
+/// Each loaded Dockerfile once, as the first of `stages` built from it: stages built from
+/// different targets of one Dockerfile share it, and linting it once per stage would report each
+/// finding twice. The stage gives the file and the build context it is linted in.
+std::vector<const Stage*> one_stage_per_dockerfile(const std::vector<const Stage*>& stages);
 
 /// The build args one stage receives, in a stable order: versions pins, then the stage's own
 /// build_args, then its lane's, then command-line overrides, later ones winning; only names the

@@ -65,14 +65,10 @@ int lint_command(const LintArgs& args) {
     }
     options = lint_options(chain->gates);
     if (files.empty()) {
-      auto stages = run_order(*chain);
-      sources = unique_dockerfiles(stages);
-      for (const DockerfileSource* source : sources) {
-        files.push_back(source->path.string());
-        auto stage = std::find_if(stages.begin(), stages.end(), [&](const Stage* s) {
-          return s->dockerfile_source.get() == source;
-        });
-        contexts.push_back(stage != stages.end() ? (*stage)->context.string() : "");
+      for (const Stage* stage : one_stage_per_dockerfile(run_order(*chain))) {
+        sources.push_back(stage->dockerfile_source.get());
+        files.push_back(sources.back()->path.string());
+        contexts.push_back(stage->context.string());
       }
     }
   } else if (files.empty()) {

@@ -110,13 +110,16 @@ std::vector<std::string> check_request(const std::vector<const Stage*>& stages,
 
 /// Every selected stage's Dockerfile through the linter, with the chain's [gates] options: a
 /// build-host leak or an out-of-scope ARG found now costs nothing, found in the image it costs
-/// the hours spent building it. Each file as the chain loaded it: read and parsed once.
+/// the hours spent building it. Each file as the chain loaded it: read and parsed once; each in
+/// its stage's context, whose .dockerignore decides what a COPY can reach (as `kiln lint --chain`).
 std::vector<std::string> lint_stage_dockerfiles(const Chain& chain,
                                                 const std::vector<const Stage*>& stages) {
   LintOptions options = lint_options(chain.gates);
   std::vector<std::string> problems;
   size_t findings = 0;
-  for (const DockerfileSource* source : unique_dockerfiles(stages)) {
+  for (const Stage* stage : one_stage_per_dockerfile(stages)) {
+    const DockerfileSource* source = stage->dockerfile_source.get();
+    options.context_dir = stage->context.string();
     LintResult result = lint_parsed(source->path.string(), source->text, source->parsed, options);
     if (!result.findings.empty()) {
       findings += result.findings.size();

@@ -59,6 +59,24 @@ TEST(RunGates, LintFindingsRefuseTheRunBeforeAnythingBuilds) {
   }
 }
 
+TEST(RunGates, TheLintPreflightReadsTheDockerignoreOfTheStagesContext) {
+  // The .dockerignore that decides what a COPY reaches is the stage's context's, not the one
+  // beside its Dockerfile: the build would fail on the excluded file, so the run is refused.
+  ChainDir dir;
+  dir.write("app.Dockerfile", "FROM scratch\nCOPY build/app /app\n");
+  dir.write(".dockerignore", "# beside the Dockerfile: not the build context\n");
+  dir.write("ctx/.dockerignore", "build/\n");
+  dir.write("ctx/build/app", "app\n");
+  write_chain(dir, stage("app", "", "context = \"ctx\"\n"));
+
+  KilnResult result = dir.kiln({"run", "chain.toml", "--dry-run"});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("app.Dockerfile:2:6: copy-ignored-file: Attempting to Copy file "
+                               "\"build/app\" that is excluded by .dockerignore"),
+            std::string::npos)
+      << result.output;
+}
+
 TEST(RunGates, FinalImageThatCarriesTheBuildHostIsRefusedAndRecorded) {
   ChainDir dir;
   dir.write("base.Dockerfile", k_base_dockerfile);

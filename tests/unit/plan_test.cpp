@@ -49,7 +49,7 @@ TEST(RunOrder, TakesTheFirstReadyStageEachTime) {
   EXPECT_EQ(names(run_order(chain)), (Names{"a", "c", "b", "d", "e"}));
 }
 
-TEST(UniqueDockerfiles, EachFileOnceInStageOrder) {
+TEST(OneStagePerDockerfile, EachFileOnceAsItsFirstStageInStageOrder) {
   auto app = std::make_shared<const DockerfileSource>();
   auto base = std::make_shared<const DockerfileSource>();
   std::vector<Stage> stages = {stage("build"), stage("test"), stage("base")};
@@ -58,8 +58,8 @@ TEST(UniqueDockerfiles, EachFileOnceInStageOrder) {
   stages[2].dockerfile_source = base;
   Chain chain = chain_of(std::move(stages));
   std::vector<const Stage*> order = {&chain.stages[2], &chain.stages[0], &chain.stages[1]};
-  EXPECT_EQ(unique_dockerfiles(order),
-            (std::vector<const DockerfileSource*>{base.get(), app.get()}));
+  EXPECT_EQ(one_stage_per_dockerfile(order),
+            (std::vector<const Stage*>{&chain.stages[2], &chain.stages[0]}));
 }
 
 TEST(RunOrder, PointsIntoTheChain) {
