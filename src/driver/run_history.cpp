@@ -27,8 +27,11 @@ RunForecast forecast_run(const Chain& chain, const std::vector<const Stage*>& st
       }
     }
   }
-  for (const auto& [stage, build] : last_ok_builds(chain.records)) {
-    forecast.etas.emplace(stage, build.seconds); // only where the history knows no green build
+  // The newest manifests, read only when the history knows no green build of some stage.
+  if (forecast.etas.size() < stages.size()) {
+    for (const auto& [stage, build] : last_ok_builds(chain.records)) {
+      forecast.etas.emplace(stage, build.seconds);
+    }
   }
   return forecast;
 }

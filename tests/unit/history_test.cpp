@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "driver/run_history.h"
 #include "temp_dir.h"
 
 namespace kiln {
@@ -136,6 +137,30 @@ TEST(History, AnUnreadableDatabaseIsNamedWithWhatToDo) {
   ASSERT_FALSE(history);
   EXPECT_NE(history.error().find("history.db is unusable"), std::string::npos) << history.error();
   EXPECT_NE(history.error().find("remove it"), std::string::npos) << history.error();
+}
+
+TEST(History, ARunsForecastIsTheMedianElseTheNewestGreenBuild) {
+  TempDir dir;
+  Chain chain;
+  chain.records = dir.path();
+  for (const char* name : {"lib", "base", "new"}) {
+    chain.stages.emplace_back().name = name;
+  }
+  std::vector<const Stage*> stages = {&chain.stages[0], &chain.stages[1], &chain.stages[2]};
+  write_run(chain.records, "20260101-000000-0001", "ok", {{"lib", "built", 100}});
+  write_run(chain.records, "20260102-000000-0002", "ok", {{"lib", "built", 110}});
+  write_run(chain.records, "20260103-000000-0003", "ok",
+            {{"lib", "built", 90}, {"base", "built", 40}});
+  write_run(chain.records, "20260104-000000-0004", "failed:lib", {{"lib", "failed", 5}});
+
+  RunForecast forecast = forecast_run(chain, stages);
+  EXPECT_EQ(forecast.etas, (std::map<std::string, double>{{"lib", 100}, {"base", 40}}));
+
+  // Without a usable history: each stage's newest green build.
+  std::filesystem::remove(chain.records / "history.db");
+  std::filesystem::create_directory(chain.records / "history.db");
+  forecast = forecast_run(chain, stages);
+  EXPECT_EQ(forecast.etas, (std::map<std::string, double>{{"lib", 90}, {"base", 40}}));
 }
 
 } // namespace
