@@ -111,15 +111,17 @@ int run_command(const RunArgs& args) {
   const char* term = std::getenv("TERM");
   bool live = ::isatty(STDOUT_FILENO) && !(term != nullptr && std::strcmp(term, "dumb") == 0);
   Console console(stdout, live);
-  std::filesystem::path folder;
+  RunOutput output;
   if (args.report) {
-    options.record_folder = &folder;
+    options.output = &output;
   }
   int code = run_chain(*chain, *engine, options, console, stderr);
-  if (!folder.empty()) {
+  if (!output.folder.empty()) {
     // The run's outcome stands whatever happens to its report.
-    if (auto written = write_run_report(folder, folder / "report.html"); written) {
-      fmt::print("kiln: report: {}\n", (folder / "report.html").string());
+    std::filesystem::path page = output.folder / "report.html";
+    const nlohmann::json* analysis = output.log_analysis ? &*output.log_analysis : nullptr;
+    if (auto written = write_run_report(output.folder, page, analysis); written) {
+      fmt::print("kiln: report: {}\n", page.string());
     } else {
       fmt::print(stderr, "kiln: warning: no report was written: {}\n", written.error());
     }

@@ -43,7 +43,7 @@ HistoryNotes index_finished_run(const Chain& chain, const std::filesystem::path&
     notes.warning = history.error();
     return notes;
   }
-  std::optional<nlohmann::json> analysis;
+  std::optional<nlohmann::json>& analysis = notes.log_analysis;
   if (auto analysed =
           forensics::analyze_target(run_dir.string(), chain.records, forensics::Options{})) {
     analysis = forensics::to_json(*analysed);

@@ -2,8 +2,11 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "chain/chain.h"
 
@@ -33,6 +36,7 @@ RunForecast forecast_run(const Chain& chain, const std::vector<const Stage*>& st
 struct HistoryNotes {
   std::vector<std::string> regressions; // one describe_regression() line each
   std::string warning;                  // why the history could not be written; "" when it was
+  std::optional<nlohmann::json> log_analysis; // what the run was indexed with, for its report
 };
 
 /// Index the run in `run_dir` (its last manifest written) in the chain's run history, with the

@@ -1434,6 +1434,9 @@ void Run::note_history() {
     m_folder.log("regression: " + line);
     m_console.note("regression: " + line);
   }
+  if (m_options.output != nullptr) {
+    m_options.output->log_analysis = std::move(notes.log_analysis);
+  }
 }
 
 int Run::execute_stages(const std::vector<const Stage*>& stages,
@@ -1672,8 +1675,8 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   if (auto pointed = folder->point_latest(); !pointed) {
     folder->log("warning: " + pointed.error());
   }
-  if (options.record_folder != nullptr) {
-    *options.record_folder = folder->path();
+  if (options.output != nullptr) {
+    options.output->folder = folder->path();
   }
   Run run(chain, engine, seams, options, console, std::move(*lock), std::move(*folder),
           std::move(record));

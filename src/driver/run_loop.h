@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 #include "chain/chain.h"
 #include "chain/plan.h"
 #include "disk/store.h"
@@ -21,6 +23,14 @@ constexpr int k_exit_record = 4; // the run's record could not be written whole 
 constexpr int k_exit_crash = 70; // kiln itself failed (an internal error); the record says so
 constexpr int k_exit_interrupted = 130;
 
+/// What a run leaves its caller to read after it, as `kiln run --report` does.
+struct RunOutput {
+  std::filesystem::path folder; // the run's folder, once it holds the first manifest
+  /// The analysis of the run's logs, made for its history (none when the history could not be
+  /// opened: a report then makes its own).
+  std::optional<nlohmann::json> log_analysis;
+};
+
 struct RunOptions {
   Selection selection;
   KeyValues build_arg_overrides; // --build-arg K=V, in command-line order
@@ -31,9 +41,9 @@ struct RunOptions {
   std::optional<int> parallel;  // --parallel: stages at once, over the chain's max_parallel
   bool fail_fast = false;       // start nothing after the first failure
   bool no_cache = false;        // no step from the engine's layer cache, in any stage
-  /// When set, receives the run's folder once it holds the first manifest (none for a run
-  /// refused before that, or a dry run).
-  std::filesystem::path* record_folder = nullptr;
+  /// When set, receives what the run leaves (nothing for a run refused before its first
+  /// manifest, or a dry run).
+  RunOutput* output = nullptr;
 };
 
 /// What a run talks to besides its engine, each replaceable by a test.

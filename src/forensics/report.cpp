@@ -1085,7 +1085,8 @@ std::string render_report(const ReportInput& in) {
   return out;
 }
 
-tl::expected<ReportInput, std::string> read_run_record(const std::filesystem::path& run_dir) {
+tl::expected<ReportInput, std::string> read_run_record(const std::filesystem::path& run_dir,
+                                                       const Json* log_analysis) {
   std::filesystem::path manifest_path = run_dir / "manifest.json";
   auto text = read_file(manifest_path);
   if (!text) {
@@ -1107,8 +1108,10 @@ tl::expected<ReportInput, std::string> read_run_record(const std::filesystem::pa
   } else {
     in.resources = std::move(*rows);
   }
-  if (auto analysis = forensics::analyze_target(run_dir.string(), run_dir.parent_path(),
-                                                forensics::Options{})) {
+  if (log_analysis != nullptr) {
+    in.analysis = *log_analysis;
+  } else if (auto analysis = forensics::analyze_target(run_dir.string(), run_dir.parent_path(),
+                                                       forensics::Options{})) {
     in.analysis = forensics::to_json(*analysis);
   }
   in.history = run_history_json(run_dir);
@@ -1116,8 +1119,9 @@ tl::expected<ReportInput, std::string> read_run_record(const std::filesystem::pa
 }
 
 tl::expected<void, std::string> write_run_report(const std::filesystem::path& run_dir,
-                                                 const std::filesystem::path& out) {
-  auto in = read_run_record(run_dir);
+                                                 const std::filesystem::path& out,
+                                                 const Json* log_analysis) {
+  auto in = read_run_record(run_dir, log_analysis);
   if (!in) {
     return tl::unexpected(in.error());
   }

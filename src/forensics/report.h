@@ -35,11 +35,14 @@ std::string html_escape(std::string_view text);
 /// A run's manifest.json and resources.csv, read from its folder, with the analysis of its logs
 /// and, when its records hold a history, its regressions and ETA error. A missing or
 /// unparsable manifest is an error naming the path; a missing or malformed resources.csv only
-/// leaves the chart out, with the reason in `resources_note`.
-tl::expected<ReportInput, std::string> read_run_record(const std::filesystem::path& run_dir);
+/// leaves the chart out, with the reason in `resources_note`. `log_analysis`, when given, is that
+/// analysis already made (a run makes it for its history): the logs are not read again.
+tl::expected<ReportInput, std::string>
+read_run_record(const std::filesystem::path& run_dir, const nlohmann::json* log_analysis = nullptr);
 
-/// Read the record in `run_dir`, render it and write it atomically to `out`.
+/// Read the record in `run_dir` (as read_run_record), render it and write it atomically to `out`.
 tl::expected<void, std::string> write_run_report(const std::filesystem::path& run_dir,
-                                                 const std::filesystem::path& out);
+                                                 const std::filesystem::path& out,
+                                                 const nlohmann::json* log_analysis = nullptr);
 
 } // namespace kiln

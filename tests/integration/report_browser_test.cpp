@@ -58,6 +58,8 @@ TEST(ReportBrowser, TheDemoRunsReportRendersInHeadlessChromium) {
   ASSERT_EQ(report.exit_code, 0) << report.output;
   std::string page = dir.read("demo-report.html");
   ASSERT_FALSE(page.empty());
+  // The run's page, drawn from the analysis made for its history, is the page read afresh.
+  EXPECT_EQ(dir.read("records/runs/" + run_id + "/report.html"), page);
   EXPECT_LT(page.size(), 2u << 20);
   // Self-contained: nothing to fetch, no script.
   for (const char* outside : {"http:", "https:", "<link", "<script", " src="}) {
