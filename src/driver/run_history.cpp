@@ -43,12 +43,12 @@ HistoryNotes index_finished_run(const Chain& chain, const std::filesystem::path&
     notes.warning = history.error();
     return notes;
   }
-  std::optional<nlohmann::json>& analysis = notes.log_analysis;
   if (auto analysed =
           forensics::analyze_target(run_dir.string(), chain.records, forensics::Options{})) {
-    analysis = forensics::to_json(*analysed);
+    notes.log_analysis = forensics::to_json(*analysed);
   }
-  if (auto indexed = history->index_run(run_dir, analysis ? &*analysis : nullptr); !indexed) {
+  const nlohmann::json* analysis = notes.log_analysis ? &*notes.log_analysis : nullptr;
+  if (auto indexed = history->index_run(run_dir, analysis); !indexed) {
     notes.warning = indexed.error();
     return notes;
   }
