@@ -236,7 +236,12 @@ ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  if (spec.stdout_file.empty()) {
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, spec.stdout_file.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  }
   posix_spawn_file_actions_adddup2(&actions, out[1], STDERR_FILENO);
   if (!spec.cwd.empty()) {
     posix_spawn_file_actions_addchdir_np(&actions, spec.cwd.c_str());

@@ -29,6 +29,9 @@ struct ProcessSpec {
   /// Told when a cancel, the timeout or a stall starts stopping it, before the SIGINT: what the
   /// process prints after that is its shutdown, not its work.
   std::function<void()> on_stop{};
+  /// Where stdout goes instead of the pipe (created or truncated): output whose bytes matter,
+  /// such as a manifest a digest is checked against, kept apart from the tool's stderr.
+  std::filesystem::path stdout_file{};
 };
 
 /// How a process ended.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 
 namespace kiln {
 
@@ -185,6 +186,52 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
     }
   }
   return best;
+}
+
+std::optional<std::string> base64_decode(std::string_view text) {
+  if (text.size() % 4 != 0) {
+    return std::nullopt;
+  }
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') {
+      return c - 'A';
+    }
+    if (c >= 'a' && c <= 'z') {
+      return c - 'a' + 26;
+    }
+    if (c >= '0' && c <= '9') {
+      return c - '0' + 52;
+    }
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+  };
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    int padding = 0;
+    std::uint32_t group = 0;
+    for (size_t j = 0; j < 4; ++j) {
+      char c = text[i + j];
+      // Padding only at the very end, and at most two of it.
+      if (c == '=' && i + 4 == text.size() && j >= 2 && (j == 3 || text[i + 3] == '=')) {
+        ++padding;
+        group <<= 6;
+        continue;
+      }
+      int v = value(c);
+      if (v < 0 || padding > 0) {
+        return std::nullopt;
+      }
+      group = (group << 6) | static_cast<std::uint32_t>(v);
+    }
+    out += static_cast<char>(group >> 16);
+    if (padding < 2) {
+      out += static_cast<char>((group >> 8) & 0xff);
+    }
+    if (padding < 1) {
+      out += static_cast<char>(group & 0xff);
+    }
+  }
+  return out;
 }
 
 } // namespace kiln

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,9 @@ size_t utf8_length(std::string_view text);
 
 /// Where the first byte that is not valid UTF-8 is in `text`; npos when there is none.
 size_t first_invalid_utf8(std::string_view text);
+
+/// Standard base64 (RFC 4648, with padding) decoded; nullopt when `text` is not base64.
+std::optional<std::string> base64_decode(std::string_view text);
 
 /// Edit distance, for did-you-mean suggestions.
 size_t edit_distance(std::string_view a, std::string_view b);
