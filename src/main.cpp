@@ -1,5 +1,6 @@
 #include <CLI/CLI.hpp>
 
+#include "cli/attest_command.h"
 #include "cli/cache_command.h"
 #include "cli/disk_command.h"
 #include "cli/gate_command.h"
@@ -42,6 +43,8 @@ int dispatch(int argc, char** argv) {
   kiln::add_history_command(app, history_args, history, history_prune);
   kiln::ReportArgs report_args;
   CLI::App* report = kiln::add_report_command(app, report_args);
+  kiln::AttestArgs attest_args;
+  CLI::App* attest_verify = kiln::add_attest_command(app, attest_args);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -85,6 +88,9 @@ int dispatch(int argc, char** argv) {
   }
   if (report->parsed()) {
     return kiln::report_command(report_args);
+  }
+  if (attest_verify->parsed()) {
+    return kiln::attest_verify_command(attest_args);
   }
   return kiln::k_exit_usage;
 }

@@ -125,6 +125,9 @@ struct GateSettings {
   int max_skipped = 0;
   /// Build-host files the residue gate reports but lets ship, each with the chain's reason.
   std::vector<ResidueAllow> residue_allow;
+  /// ELF files of another platform the arch gate reports but lets ship (a cross toolchain's
+  /// target libraries), each with the chain's reason.
+  std::vector<ResidueAllow> arch_allow;
 };
 
 /// The multi-platform image assembled from the lanes' final images ([publish] in the chain file).
@@ -132,6 +135,13 @@ struct PublishSettings {
   std::string index;      // where the image index is pushed, host/repository:tag; "": none
   bool tls_verify = true; // false for a plain-HTTP registry, such as one on 127.0.0.1
   SourcePos pos;          // of `index`
+  /// A published image must have passed a smoke stage that needs it; false says the chain
+  /// publishes without one, on purpose.
+  bool require_smoke = true;
+  /// Commands run after the push and before the tag moves, `{ref}` and `{digest}` replaced in
+  /// each word: a signer, and a check of its signature. Empty: none.
+  std::vector<std::string> sign;
+  std::vector<std::string> verify;
 };
 
 /// When the end of a run flags a stage as slower than usual ([history] in the chain file; the

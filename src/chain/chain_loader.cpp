@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include "dockerfile/external_refs.h"
 #include "dockerfile/source.h"
 #include "util/fs.h"
+#include "util/image_ref.h"
 #include "util/strings.h"
 
 namespace kiln {
@@ -33,12 +35,13 @@ const std::vector<std::string> k_top_keys = {"chain", "engine",    "defaults", "
                                              "lane",  "publish",   "history"};
 const std::vector<std::string> k_lane_keys = {"name", "platform", "host",      "ca",
                                               "cert", "key",      "build_args"};
-const std::vector<std::string> k_gates_keys = {"host_env_names", "cache_mount_targets",
+const std::vector<std::string> k_gates_keys = {"host_env_names",     "cache_mount_targets",
                                                "cache_endpoint_arg", "per_file_only_dirs",
-                                               "residue_allow"};
+                                               "residue_allow",      "arch_allow"};
 const std::vector<std::string> k_residue_allow_keys = {"path", "reason"};
 const std::vector<std::string> k_smoke_keys = {"min_passed", "max_skipped"};
-const std::vector<std::string> k_publish_keys = {"index", "tls_verify"};
+const std::vector<std::string> k_publish_keys = {"index", "tls_verify", "require_smoke", "sign",
+                                                 "verify"};
 const std::vector<std::string> k_history_keys = {"regression_percent", "regression_seconds"};
 const std::vector<std::string> k_disk_keys = {
     "path",       "need_gb",          "guard_gb",        "floor_gb",
@@ -94,6 +97,42 @@ bool is_lower_name(std::string_view name, bool digit_first) {
   }
   return std::all_of(name.begin(), name.end(),
                      [](char c) { return is_lower_alnum(c) || c == '_' || c == '.' || c == '-'; });
+}
+
+/// A Dockerfile stage name as `--target` takes it: BuildKit's `^[a-z][a-z0-9-_.]*$`, any case.
+bool is_stage_target(std::string_view target) {
+  return !target.empty() && std::isalnum(static_cast<unsigned char>(target[0])) &&
+         std::all_of(target.begin(), target.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+         });
+}
+
+/// `os/arch[/variant]`, each part letters, digits, '_', '.' or '-' and not starting with '-'.
+bool is_platform_shape(std::string_view platform) {
+  std::vector<std::string> parts = split(platform, '/');
+  return (parts.size() == 2 || parts.size() == 3) &&
+         std::all_of(parts.begin(), parts.end(), [](const std::string& part) {
+           return !part.empty() && part[0] != '-' &&
+                  std::all_of(part.begin(), part.end(), [](char c) {
+                    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' ||
+                           c == '-';
+                  });
+         });
+}
+
+/// What is wrong with a daemon address an engine gets as an argv word, "" when nothing.
+std::string host_address_problem(std::string_view host) {
+  if (host.find("://") == std::string_view::npos) {
+    return "has no scheme";
+  }
+  if (host.front() == '-') {
+    return "starts with '-', which buildctl would read as an option";
+  }
+  if (std::any_of(host.begin(), host.end(),
+                  [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; })) {
+    return "holds white space";
+  }
+  return {};
 }
 
 bool is_secret_id(std::string_view id) {
@@ -235,7 +274,13 @@ private:
   std::optional<CacheSpec> read_cache_spec(const toml::node& node, std::string_view key);
   void read_transient(const toml::table& table);
   void read_stage(const toml::table& table);
-  void read_residue_allow(const toml::table& gates);
+  /// A stage's image tag becomes an engine's argv word and its store's name: a reference with
+  /// no digest (`--all` would be read as a flag).
+  void check_tag(const std::string& tag, SourcePos at);
+  /// `[gates] residue_allow` or `arch_allow`: files a gate reports but lets ship, each with
+  /// the chain's reason.
+  void read_allow_list(const toml::table& gates, std::string_view key,
+                       std::vector<ResidueAllow>& out);
   /// A [[stage]] array of names, each with where it is; the array, or nullptr when absent.
   const toml::array* read_names(const toml::table& table, std::string_view key,
                                 std::string_view what, std::string_view hint,
@@ -246,6 +291,9 @@ private:
   void check_lanes();
   /// An index has one entry per platform: every lane the final stage runs in names its own.
   void check_publish();
+  /// A chain that publishes has, in every lane of its final stage, a smoke stage that needs it
+  /// (unless [publish] require_smoke = false).
+  void check_publish_guarded();
   /// One copy of each stage per lane it runs in, `<lane>/<stage>`, its needs in its lane.
   void expand_lanes();
   void read_secret(const toml::table& table, Stage& stage);
@@ -264,6 +312,7 @@ private:
   Chain m_chain;
   std::optional<SourcePos> m_engine_pos;   // where the chain names its engine
   std::optional<SourcePos> m_registry_pos; // where it names a registry
+  bool m_chain_name_valid = false;         // a default tag is made of it: judged once it is
   std::optional<bool> m_cache_local;       // [cache] local as written
   Diagnostics m_diagnostics;
   std::vector<StageSource> m_sources;          // one per stage
@@ -290,6 +339,16 @@ SourcePos Loader::pattern_pos(const toml::value<std::string>& node, size_t offse
     at.column += static_cast<int>(1 + offset);
   }
   return at;
+}
+
+void Loader::check_tag(const std::string& tag, SourcePos at) {
+  auto parsed = parse_image_ref(tag);
+  if (!parsed || !parsed->digest.empty()) {
+    error(at,
+          fmt::format("image tag '{}' is not a valid image reference: {}", tag,
+                      parsed ? "it names a digest, which a build cannot tag" : parsed.error()),
+          "write [host[:port]/]repository[:tag], e.g. \"localhost/app-final:1.0\"");
+  }
 }
 
 fs::path Loader::resolve(const std::string& written) const {
@@ -444,7 +503,8 @@ void Loader::read_chain(const toml::table& root) {
   check_keys(*table, where, k_chain_keys);
   if (const auto* name = get<std::string>(*table, where, "name", true)) {
     m_chain.name = name->get();
-    if (!is_lower_name(m_chain.name, true)) {
+    m_chain_name_valid = is_lower_name(m_chain.name, true);
+    if (!m_chain_name_valid) {
       error(pos(*name), fmt::format("chain name '{}' is not valid", m_chain.name),
             "use lower-case letters, digits, '_', '.' and '-', starting with a letter or digit");
     }
@@ -464,9 +524,12 @@ void Loader::read_chain(const toml::table& root) {
     while (!m_chain.registry.empty() && m_chain.registry.back() == '/') {
       m_chain.registry.pop_back();
     }
-    if (m_chain.registry.empty() || m_chain.registry.find("://") != std::string::npos) {
+    // A prefix of repositories: whatever follows it must make a reference without a tag.
+    auto parsed = parse_image_ref(m_chain.registry + "/kiln");
+    if (m_chain.registry.empty() || !parsed || !parsed->tag.empty() || !parsed->digest.empty()) {
       error(pos(*registry),
-            fmt::format("registry '{}' is not a registry reference", registry->get()),
+            fmt::format("registry '{}' is not a registry reference{}", registry->get(),
+                        parsed || m_chain.registry.empty() ? "" : ": " + parsed.error()),
             "write host[:port]/path, e.g. \"registry.example:5000/team\", without a scheme");
     }
   }
@@ -494,8 +557,8 @@ void Loader::read_engine(const toml::table& root) {
     check_keys(*buildkit, "in [engine.buildkit]", k_buildkit_keys);
     if (const auto* host = get<std::string>(*buildkit, "in [engine.buildkit]", "host")) {
       m_chain.buildkit_host = host->get();
-      if (m_chain.buildkit_host.find("://") == std::string::npos) {
-        error(pos(*host), fmt::format("buildkit host '{}' has no scheme", m_chain.buildkit_host),
+      if (std::string wrong = host_address_problem(m_chain.buildkit_host); !wrong.empty()) {
+        error(pos(*host), fmt::format("buildkit host '{}' {}", m_chain.buildkit_host, wrong),
               "write unix:///path/to/buildkitd.sock, tcp://host:port, or another address "
               "buildctl --addr accepts");
       }
@@ -698,43 +761,45 @@ void Loader::read_gates(const toml::table& root) {
   }
   gates.per_file_only_dirs =
       get_strings(*table, where, "per_file_only_dirs", "a directory of the build context");
-  read_residue_allow(*table);
+  read_allow_list(*table, "residue_allow", m_chain.gates.residue_allow);
+  read_allow_list(*table, "arch_allow", m_chain.gates.arch_allow);
 }
 
-void Loader::read_residue_allow(const toml::table& gates) {
-  const auto* array = get<toml::array>(gates, "in [gates]", "residue_allow");
+void Loader::read_allow_list(const toml::table& gates, std::string_view key,
+                             std::vector<ResidueAllow>& out) {
+  const auto* array = get<toml::array>(gates, "in [gates]", key);
   if (!array) {
     return;
   }
-  const std::string_view hint =
-      "write { path = \"/usr/lib/python3*/test/*.pem\", reason = \"why it may ship\" }";
+  const std::string hint =
+      fmt::format("write {{ path = \"{}\", reason = \"why it may ship\" }}",
+                  key == "arch_allow" ? "/usr/lib/gcc-cross/*" : "/usr/lib/python3*/test/*.pem");
+  const std::string where = fmt::format("in a {} entry", key);
   for (const auto& element : *array) {
     const auto* entry = element.as_table();
     if (!entry) {
       error(pos(element),
-            fmt::format("each of 'residue_allow' must be a table, not {}", type_name(element)),
-            std::string(hint));
+            fmt::format("each of '{}' must be a table, not {}", key, type_name(element)), hint);
       continue;
     }
-    const std::string_view where = "in a residue_allow entry";
     check_keys(*entry, where, k_residue_allow_keys);
     const auto* path = get<std::string>(*entry, where, "path");
     const auto* reason = get<std::string>(*entry, where, "reason");
     if (!path || !path->get().starts_with("/")) {
       error(pos(path ? static_cast<const toml::node&>(*path) : element),
-            "a residue_allow entry needs a 'path': an absolute path in the image, `*` for any "
-            "characters",
-            std::string(hint));
+            fmt::format("a {} entry needs a 'path': an absolute path in the image, `*` for any "
+                        "characters",
+                        key),
+            hint);
       continue;
     }
     if (!reason || trim(reason->get()).empty()) {
-      error(pos(element),
-            fmt::format("the residue_allow entry for '{}' gives no reason", path->get()),
+      error(pos(element), fmt::format("the {} entry for '{}' gives no reason", key, path->get()),
             "say why this file may ship in a published image: an allowance without one is a "
-            "leak nobody decided on");
+            "finding nobody decided on");
       continue;
     }
-    m_chain.gates.residue_allow.push_back({path->get(), reason->get()});
+    out.push_back({path->get(), reason->get()});
   }
 }
 
@@ -927,10 +992,19 @@ void Loader::read_stage(const toml::table& table) {
   }
   if (const auto* target = get<std::string>(table, where, "target")) {
     stage.target = target->get();
+    if (!is_stage_target(stage.target)) {
+      error(pos(*target), fmt::format("target '{}' is not a Dockerfile stage name", stage.target),
+            "write the name of a FROM ... AS <name> of the Dockerfile: letters, digits, '_', "
+            "'.' and '-', starting with a letter or digit");
+    }
   }
   stage.tag = fmt::format("localhost/{}-{}:latest", m_chain.name, stage.name);
   if (const auto* tag = get<std::string>(table, where, "tag")) {
     stage.tag = tag->get();
+    check_tag(stage.tag, pos(*tag));
+  } else if (const auto* name = table.get("name");
+             name != nullptr && m_chain_name_valid && is_lower_name(stage.name, false)) {
+    check_tag(stage.tag, pos(*name));
   }
   if (const auto* needs =
           read_names(table, "needs", "a stage name", "write the stage name in quotes", stage.needs,
@@ -1340,16 +1414,31 @@ void Loader::read_publish(const toml::table& root) {
     m_chain.publish.index = index->get();
     m_chain.publish.pos = pos(*index);
     const std::string& ref = m_chain.publish.index;
-    size_t slash = ref.find('/');
-    if (slash == std::string::npos || slash == 0 || ref.find("://") != std::string::npos ||
-        ref.find('@') != std::string::npos || ref.find_first_of(" \t") != std::string::npos) {
-      error(pos(*index), fmt::format("index '{}' is not a registry reference", ref),
+    auto parsed = parse_image_ref(ref);
+    if (!parsed || parsed->domain.empty() || !parsed->digest.empty()) {
+      error(pos(*index),
+            fmt::format("index '{}' is not a registry reference: {}", ref,
+                        !parsed                  ? parsed.error()
+                        : parsed->domain.empty() ? "it names no registry host"
+                                                 : "it names a digest"),
             "write host[:port]/repository[:tag], e.g. \"registry.example:5000/media/app:1.0\", "
             "without a scheme or a digest");
     }
   }
   if (const auto* verify = get<bool>(*table, where, "tls_verify")) {
     m_chain.publish.tls_verify = verify->get();
+  }
+  if (const auto* required = get<bool>(*table, where, "require_smoke")) {
+    m_chain.publish.require_smoke = required->get();
+  }
+  for (auto [key, command] :
+       {std::pair{"sign", &m_chain.publish.sign}, std::pair{"verify", &m_chain.publish.verify}}) {
+    *command = get_strings(*table, where, key, "a word of the command");
+    if (!command->empty() && command->front().starts_with("-")) {
+      error(pos(*table->get(key)),
+            fmt::format("[publish] {} starts with '{}', not a program", key, command->front()),
+            "write the program first, e.g. [\"cosign\", \"sign\", \"{ref}@{digest}\"]");
+    }
   }
 }
 
@@ -1441,16 +1530,15 @@ void Loader::read_lane(const toml::table& table) {
   }
   if (const auto* platform = get<std::string>(table, where, "platform")) {
     lane.platform = platform->get();
-    if (lane.platform.find('/') == std::string::npos ||
-        lane.platform.find_first_of(" ,=") != std::string::npos) {
+    if (!is_platform_shape(lane.platform)) {
       error(pos(*platform), fmt::format("platform '{}' is not a platform", lane.platform),
             "write os/arch[/variant], e.g. \"linux/arm64\"");
     }
   }
   if (const auto* host = get<std::string>(table, where, "host")) {
     lane.host = host->get();
-    if (lane.host.find("://") == std::string::npos) {
-      error(pos(*host), fmt::format("lane host '{}' has no scheme", lane.host),
+    if (std::string wrong = host_address_problem(lane.host); !wrong.empty()) {
+      error(pos(*host), fmt::format("lane host '{}' {}", lane.host, wrong),
             "write unix:///path/to/buildkitd.sock or tcp://host:port");
     }
   }
@@ -1520,6 +1608,7 @@ void Loader::check_lanes() {
 }
 
 void Loader::check_publish() {
+  check_publish_guarded();
   if (m_chain.publish.index.empty()) {
     return;
   }
@@ -1553,6 +1642,65 @@ void Loader::check_publish() {
             fmt::format("give one of them another platform, or limit the lanes of '{}'",
                         final_stage->name));
     }
+  }
+}
+
+void Loader::check_publish_guarded() {
+  const bool registry = !m_chain.registry.empty() && m_chain.engine == "buildkit";
+  if ((m_chain.publish.index.empty() && !registry) || !m_chain.publish.require_smoke) {
+    return;
+  }
+  const Stage* final_stage = m_chain.find_stage(m_chain.gates.final_stage);
+  if (final_stage == nullptr) {
+    return; // check_gates said why
+  }
+  // The smoke stages that build on the final image, directly or through other stages.
+  auto needs_final = [&](const Stage& stage) {
+    std::vector<const Stage*> todo = {&stage};
+    std::set<std::string> seen;
+    while (!todo.empty()) {
+      const Stage* at = todo.back();
+      todo.pop_back();
+      for (const auto& need : at->needs) {
+        if (need == final_stage->name) {
+          return true;
+        }
+        if (const Stage* next = m_chain.find_stage(need); next && seen.insert(need).second) {
+          todo.push_back(next);
+        }
+      }
+    }
+    return false;
+  };
+  std::vector<std::string> unguarded;
+  std::vector<std::string> lanes;
+  for (const auto& lane : m_chain.lanes) {
+    lanes.push_back(lane.name);
+  }
+  if (lanes.empty()) {
+    lanes.emplace_back();
+  }
+  for (const auto& lane : lanes) {
+    if (!lane.empty() && !runs_in(*final_stage, lane)) {
+      continue;
+    }
+    bool guarded = std::any_of(m_chain.stages.begin(), m_chain.stages.end(), [&](const Stage& s) {
+      return s.kind == StageKind::smoke && (lane.empty() || runs_in(s, lane)) && needs_final(s);
+    });
+    if (!guarded) {
+      unguarded.push_back(lane.empty() ? final_stage->name : lane + "/" + final_stage->name);
+    }
+  }
+  if (!unguarded.empty()) {
+    error(!m_chain.publish.index.empty() ? m_chain.publish.pos : *m_registry_pos,
+          fmt::format("the chain publishes {} ({}), and no smoke stage needs it: an image would "
+                      "leave the host untested",
+                      join(unguarded, ", "),
+                      !m_chain.publish.index.empty() ? "[publish] index" : "[chain] registry"),
+          fmt::format("add a [[stage]] with kind = \"smoke\" and needs = [\"{}\"] that runs its "
+                      "tests, or say the chain publishes without one: [publish] require_smoke = "
+                      "false",
+                      final_stage->name));
   }
 }
 

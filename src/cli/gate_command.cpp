@@ -1,19 +1,26 @@
 #include "cli/gate_command.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/chain_file.h"
 #include "driver/run_loop.h"
+#include "engine/buildah_engine.h"
 #include "engine/image_config.h"
 #include "gates/image_env.h"
 #include "gates/layer_scan.h"
+#include "gates/sbom.h"
+#include "util/diagnostic.h"
+#include "util/fs.h"
 #include "util/strings.h"
+#include "util/time.h"
 
 namespace kiln {
 
@@ -36,6 +43,12 @@ void add_gate_command(CLI::App& app, GateArgs& args, CLI::App*& image_env, CLI::
   residue->add_option("--allow", args.allow,
                       "Report but let ship the files matching GLOB, for REASON: 'GLOB=REASON' "
                       "(repeatable)");
+  residue->add_flag("--arch", args.arch,
+                    "In the same pass, refuse an ELF file not built for the image's platform "
+                    "(with the chain's [gates] arch_allow)");
+  residue->add_option("--sbom", args.sbom,
+                      "In the same pass, write the image's SPDX 2.3 SBOM (its package databases) "
+                      "to this file");
 }
 
 int image_env_gate_command(const GateArgs& args) {
@@ -77,12 +90,14 @@ int image_env_gate_command(const GateArgs& args) {
 
 int residue_gate_command(const GateArgs& args) {
   std::vector<ResidueAllow> allow;
+  std::vector<ResidueAllow> arch_allow;
   if (!args.chain_file.empty()) {
     auto chain = load_chain_or_report(args.chain_file, "", "nothing was scanned");
     if (!chain) {
       return k_exit_usage;
     }
     allow = chain->gates.residue_allow;
+    arch_allow = chain->gates.arch_allow;
   }
   for (const auto& entry : args.allow) {
     auto eq = entry.find('=');
@@ -103,39 +118,51 @@ int residue_gate_command(const GateArgs& args) {
     allow.push_back({entry.substr(0, eq), entry.substr(eq + 1)});
   }
   std::error_code ignored;
-  std::filesystem::path layout = args.image;
-  std::optional<std::filesystem::path> exported;
-  if (!std::filesystem::exists(layout / "index.json", ignored)) {
-    // buildah keeps an image's layers where only it reads them: export them to be read.
-    std::string scratch = (std::filesystem::temp_directory_path() / "kiln-residue.XXXXXX").string();
-    if (mkdtemp(scratch.data()) == nullptr) {
-      fmt::print(stderr, "kiln: error: cannot make a scratch folder {}: {}\n", scratch,
-                 std::strerror(errno));
-      return k_exit_usage;
-    }
-    exported = scratch;
-    auto written = export_buildah_image(args.image, *exported / "layout");
-    if (!written) {
-      std::filesystem::remove_all(*exported, ignored);
-      fmt::print(stderr, "kiln: error: {}\n", written.error());
-      return k_exit_usage;
-    }
-    layout = written->path;
-  }
   ScanOptions options;
   options.allow = allow;
-  auto scans = scan_layout(layout, options);
-  if (exported) {
-    std::filesystem::remove_all(*exported, ignored);
+  options.arch = args.arch;
+  options.arch_allow = arch_allow;
+  options.sbom = !args.sbom.empty();
+  // A layout is read as it is; an image of buildah's store in place, where the store keeps it.
+  const bool layout =
+      std::filesystem::exists(std::filesystem::path(args.image) / "index.json", ignored);
+  BuildahEngine buildah("chroot");
+  NamedContext context{"image", args.image, {}, {}, {}};
+  std::string digest;
+  tl::expected<std::vector<LayoutImage>, std::string> images =
+      layout ? layout_images(args.image) : buildah.stage_images(context);
+  if (!layout) {
+    digest = "sha256:" + buildah.stage_image_identity(context);
+  } else if (auto index = read_file(std::filesystem::path(args.image) / "index.json")) {
+    // What a layout holds first is what it is: its digest names the image the SBOM describes.
+    nlohmann::json doc = nlohmann::json::parse(*index, nullptr, false);
+    if (doc.is_object() && doc.contains("manifests") && doc["manifests"].is_array() &&
+        !doc["manifests"].empty() && doc["manifests"][0].is_object()) {
+      digest = doc["manifests"][0].value("digest", "");
+    }
   }
-  if (!scans) {
-    fmt::print(stderr, "kiln: error: {}\n", scans.error());
+  if (!images) {
+    fmt::print(stderr, "kiln: error: {}\n", images.error());
     return k_exit_usage;
+  }
+  std::vector<ImageScan> scans;
+  for (const auto& image : *images) {
+    auto scan = scan_image(image, options);
+    if (!scan) {
+      fmt::print(stderr, "kiln: error: {}\n", scan.error());
+      return k_exit_usage;
+    }
+    if (images->size() > 1) {
+      for (auto& finding : scan->residue) {
+        finding.platform = scan->platform;
+      }
+    }
+    scans.push_back(std::move(*scan));
   }
   size_t refused = 0;
   size_t allowed = 0;
   size_t layers = 0;
-  for (const ImageScan& scan : *scans) {
+  for (const ImageScan& scan : scans) {
     layers += scan.layers;
     for (const auto& finding : scan.residue) {
       fmt::print("kiln: {}: {}\n", finding.allowed.empty() ? "refused" : "allowed",
@@ -143,11 +170,50 @@ int residue_gate_command(const GateArgs& args) {
       ++(finding.allowed.empty() ? refused : allowed);
     }
   }
-  std::string of = scans->size() > 1 ? fmt::format(" ({} platforms)", scans->size()) : "";
+  size_t foreign = 0;
+  for (const ImageScan& scan : scans) {
+    std::string where = scans.size() > 1 ? scan.platform + ": " : "";
+    if (args.arch && !scan.arch_judged) {
+      fmt::print("kiln: warning: {}kiln does not know what the ELF files of {} look like: not "
+                 "judged\n",
+                 where, scan.platform);
+    }
+    for (const auto& binary : scan.foreign) {
+      fmt::print("kiln: {}: {}{}: {}, added in layer {} of {}, in a {} image{}\n",
+                 binary.allowed.empty() ? "refused" : "allowed", where, printable(binary.path),
+                 binary.description, binary.layer, scan.layers, scan.platform,
+                 binary.allowed.empty() ? "" : "; allowed: " + binary.allowed);
+      ++(binary.allowed.empty() ? foreign : allowed);
+    }
+  }
+  if (options.sbom) {
+    std::vector<Package> packages;
+    OsRelease os;
+    for (const ImageScan& scan : scans) {
+      packages.insert(packages.end(), scan.packages.begin(), scan.packages.end());
+      os = scan.os;
+    }
+    nlohmann::json document =
+        spdx_document({args.image, digest, scans.empty() ? std::string() : scans.front().platform},
+                      packages, os, utc_iso8601(std::chrono::system_clock::now()), KILN_VERSION);
+    if (auto written = write_file_atomic(args.sbom, document.dump(2) + "\n"); !written) {
+      fmt::print(stderr, "kiln: error: {}\n", written.error());
+      return k_exit_usage;
+    }
+    fmt::print("kiln: SBOM of {}: {} package(s), SPDX 2.3, in {}\n", args.image, packages.size(),
+               args.sbom);
+  }
+  if (foreign > 0) {
+    refused += foreign;
+  }
+  std::string of = scans.size() > 1 ? fmt::format(" ({} platforms)", scans.size()) : "";
   std::string also = allowed > 0 ? fmt::format("; {} allowed", allowed) : "";
   if (refused > 0) {
-    fmt::print("kiln: residue gate: {}{} refused; {} build-host file(s) in its {} layer(s){}\n",
-               args.image, of, refused, layers, also);
+    fmt::print("kiln: residue gate: {}{} refused; {} build-host file(s){} in its {} "
+               "layer(s){}\n",
+               args.image, of, refused - foreign,
+               foreign > 0 ? fmt::format(" and {} ELF file(s) of another platform", foreign) : "",
+               layers, also);
     return k_exit_failed;
   }
   fmt::print("kiln: residue gate: {}{} passes: no build-host file in its {} layer(s){}\n",

@@ -12,6 +12,8 @@ struct GateArgs {
   std::vector<std::string> names; // more build-host names (NAME or PREFIX*)
   std::string chain_file;         // residue: the chain whose [gates] residue_allow applies
   std::vector<std::string> allow; // residue: more allowances, `GLOB=REASON`
+  bool arch = false;              // residue: the arch gate in the same pass
+  std::string sbom;               // residue: write the SPDX SBOM of the same pass here
 };
 
 /// `kiln gate image-env IMAGE` and `kiln gate residue IMAGE`: sets the subcommands.

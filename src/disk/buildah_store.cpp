@@ -348,7 +348,7 @@ BuildahStore::list(const std::function<void(const std::vector<std::string>&)>& r
 tl::expected<BuildahImageSteps, std::string>
 BuildahStore::steps(const std::string& reference) const {
   CapturedRun inspected =
-      run_captured(command({"inspect", "--type", "image", reference}), k_command_timeout);
+      run_captured(command({"inspect", "--type", "image", "--", reference}), k_command_timeout);
   if (!inspected.exit.ok()) {
     return tl::unexpected(
         fmt::format("buildah inspect {} failed: {}", short_id(reference), inspected.failure()));
@@ -365,7 +365,7 @@ BuildahStore::stale(const Listing& listing,
                     const std::function<void(const std::vector<std::string>&)>& ran) const {
   auto read = [&](const std::string& id) {
     if (ran) {
-      ran(command({"inspect", "--type", "image", id}));
+      ran(command({"inspect", "--type", "image", "--", id}));
     }
     return steps(id);
   };
@@ -465,7 +465,7 @@ LayerPrune BuildahStore::prune_layers(double keep_gb) const {
 
   BuildahRemoval removal;
   for (size_t first = 0; first < verdict.stale.size(); first += k_ids_per_removal) {
-    std::vector<std::string> argv = command({"rmi"});
+    std::vector<std::string> argv = command({"rmi", "--"});
     size_t last = std::min(verdict.stale.size(), first + k_ids_per_removal);
     argv.insert(argv.end(), verdict.stale.begin() + static_cast<std::ptrdiff_t>(first),
                 verdict.stale.begin() + static_cast<std::ptrdiff_t>(last));
@@ -573,8 +573,7 @@ tl::expected<void, std::string> BuildahStore::remove_image(const std::string& re
                                       "would take the layerless images it builds on along"));
   }
   // Without force: removing an image a container uses fails instead of taking it away.
-  std::vector<std::string> argv = command({"rmi"});
-  argv.push_back(reference);
+  std::vector<std::string> argv = command({"rmi", "--", reference});
   CapturedRun removed = run_captured(argv, k_command_timeout);
   if (!removed.exit.ok()) {
     return tl::unexpected(removed.failure());

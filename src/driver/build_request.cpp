@@ -5,6 +5,9 @@
 #include "chain/plan.h"
 #include "dockerfile/mounts.h"
 #include "dockerfile/source.h"
+#include "driver/image_gates.h"
+#include "util/image_ref.h"
+#include "util/sha256.h"
 
 namespace kiln {
 
@@ -20,22 +23,34 @@ std::filesystem::path budget_file(const Chain& chain, const std::string& stage) 
   return chain.records / "budget" / (stage + ".env");
 }
 
-NamedContext stage_context(const Chain& chain, const Stage& stage) {
-  return {stage.known_as(), stage.tag, stage_layout(chain, stage.name),
-          stage_metadata(chain, stage.name),
-          chain.registry.empty() ? std::string() : chain.pushed_ref(stage)};
+std::string work_tag(const Chain& chain, const Stage& stage) {
+  auto ref = parse_image_ref(stage.tag); // the loader refused a tag that does not parse
+  std::string key = sha256_digest(chain.records.string()).substr(7, 8);
+  if (!ref) {
+    return stage.tag + "-kiln-" + key;
+  }
+  std::string tag = ref->tag.empty() ? "latest" : ref->tag;
+  return ref->repository() + ":" + tag.substr(0, 100) + "-kiln-" + key;
 }
 
-bool leaves_host(const Chain& chain, const Stage& stage) {
-  return stage.known_as() == chain.gates.final_stage &&
-         (!chain.registry.empty() || !chain.publish.index.empty());
+bool handed_over_by_push(const Chain& chain, const Stage& stage) {
+  return !chain.registry.empty() && !layers_read_after_build(chain, stage);
+}
+
+NamedContext stage_context(const Chain& chain, const Stage& stage) {
+  std::string pushed;
+  if (handed_over_by_push(chain, stage)) {
+    auto ref = parse_image_ref(chain.pushed_ref(stage));
+    pushed = ref ? ref->repository() : chain.pushed_ref(stage);
+  }
+  return {stage.known_as(), work_tag(chain, stage), stage_layout(chain, stage.name),
+          stage_metadata(chain, stage.name), pushed};
 }
 
 KeyValues provenance_labels(const Chain& chain, const Stage& stage, const KeyValues& build_args) {
-  KeyValues labels = {{"dev.kiln.chain", chain.name}, {"dev.kiln.stage", stage.known_as()}};
-  if (!stage.lane.empty()) {
-    labels.emplace_back("dev.kiln.lane", stage.lane);
-  }
+  KeyValues labels = {{"dev.kiln.chain", chain.name},
+                      {"dev.kiln.stage", stage.known_as()},
+                      {"dev.kiln.lane", stage.lane}};
   std::string pins;
   for (const auto& [name, value] : build_args) {
     bool pinned = std::any_of(chain.versions.begin(), chain.versions.end(),
@@ -44,14 +59,8 @@ KeyValues provenance_labels(const Chain& chain, const Stage& stage, const KeyVal
       pins += (pins.empty() ? "" : ",") + name + "=" + value;
     }
   }
-  if (!pins.empty()) {
-    labels.emplace_back("dev.kiln.pins", pins);
-  }
+  labels.emplace_back("dev.kiln.pins", pins);
   return labels;
-}
-
-void stamp_run(BuildRequest& request, const std::string& run_id) {
-  request.labels.emplace_back(k_run_id_label, run_id);
 }
 
 BuildRequest build_request(const Chain& chain, const Stage& stage, const KeyValues& overrides,
@@ -69,7 +78,7 @@ BuildRequest build_request(const Chain& chain, const Stage& stage, const KeyValu
   request.dockerfile = stage.dockerfile;
   request.context = stage.context;
   request.target = stage.target;
-  request.tag = stage.tag;
+  request.tag = work_tag(chain, stage);
   request.build_args = stage_build_args(chain, stage, overrides);
   request.labels = provenance_labels(chain, stage, request.build_args);
   for (const auto& need : stage.needs) {
@@ -81,9 +90,7 @@ BuildRequest build_request(const Chain& chain, const Stage& stage, const KeyValu
   }
   request.layout = stage_layout(chain, stage.name);
   request.metadata = stage_metadata(chain, stage.name);
-  if (!chain.registry.empty()) {
-    request.pushed = chain.pushed_ref(stage);
-  }
+  request.pushed = stage_context(chain, stage).pushed;
   for (const auto& spec : stage.cache_from) {
     request.cache_from.push_back(spec.text);
   }

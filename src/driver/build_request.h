@@ -18,24 +18,27 @@ constexpr const char* k_budget_secret = "kiln-budget";
 std::filesystem::path stage_layout(const Chain& chain, const std::string& stage);
 std::filesystem::path stage_metadata(const Chain& chain, const std::string& stage);
 
-/// How a later stage is handed `stage`'s image: its tag, layout, metadata and pushed reference.
+/// The name buildah gives a stage's image while kiln works with it: the stage's tag with a key
+/// of the records folder (`localhost/hello-base:latest-kiln-3f2a9c01`), so two checkouts of
+/// one chain on one host never share one. The stage's own tag, the stable name, moves to the
+/// image only once every gate and smoke stage that guards it passed.
+std::string work_tag(const Chain& chain, const Stage& stage);
+
+/// How a later stage is handed `stage`'s image: its work tag, layout, metadata, and its
+/// repository in the registry when it is handed over by push.
 NamedContext stage_context(const Chain& chain, const Stage& stage);
 
-/// The label that stamps an image with the run that built it.
-constexpr const char* k_run_id_label = "dev.kiln.run-id";
-
-/// Whether a stage's image leaves the host: the final stage's, when the chain pushes it to a
-/// registry or assembles an index from it.
-bool leaves_host(const Chain& chain, const Stage& stage);
+/// Whether a stage is handed over through the chain's registry (BuildKit with `[chain]
+/// registry`), pushed by digest as it builds: a stage whose image a gate reads is not, since
+/// nothing of it may leave the host before its gates and smoke stages passed.
+bool handed_over_by_push(const Chain& chain, const Stage& stage);
 
 /// The labels of every image kiln builds (`dev.kiln.*`): chain, stage, lane and the pins it
-/// received. They stay the same from run to run: buildah makes a label a step, and a label
-/// that changed would cost the image its id and every later stage its layer cache.
+/// received, each set on every image, empty when it has none, so no image carries a value it
+/// inherited from its parent. They stay the same from run to run: buildah makes a label a
+/// step, and a label that changed would cost the image its id and every later stage its layer
+/// cache.
 KeyValues provenance_labels(const Chain& chain, const Stage& stage, const KeyValues& build_args);
-
-/// Stamp the request with the run that builds it, for an image that leaves the host: what the
-/// index's coherence and freshness gates read back.
-void stamp_run(BuildRequest& request, const std::string& run_id);
 
 /// The file holding a stage's job budget, written before the stage builds.
 std::filesystem::path budget_file(const Chain& chain, const std::string& stage);

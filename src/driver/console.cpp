@@ -32,17 +32,10 @@ std::string short_id(std::string_view id) {
   return std::string(id.substr(0, 12));
 }
 
-/// A stage's builds: the pushes of a gated image are attempts too, but not retries of it.
-size_t build_attempts(const StageRecord& stage) {
-  return static_cast<size_t>(
-      std::count_if(stage.attempts.begin(), stage.attempts.end(),
-                    [](const AttemptRecord& a) { return a.purpose == "build"; }));
-}
-
 /// The compile cache's hit rate over the compiles of the stage's last build, "-" without any.
 std::string compile_hits(const StageRecord& stage) {
   for (auto a = stage.attempts.rbegin(); a != stage.attempts.rend(); ++a) {
-    if (a->purpose == "build" && a->compile) {
+    if (a->compile) {
       const auto& totals = a->compile->totals;
       long seen = totals.hits + totals.misses;
       return seen > 0 ? fmt::format("{:.0f}% of {}", 100.0 * totals.hits / seen, seen) : "-";
@@ -282,7 +275,7 @@ void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir
     bool critical = std::find(run.critical_path.begin(), run.critical_path.end(), s.name) !=
                     run.critical_path.end();
     rows.push_back({s.name + (critical ? " *" : ""), s.outcome.empty() ? s.status : s.outcome,
-                    std::to_string(build_attempts(s)), fmt::format("{:.1f}", s.seconds),
+                    std::to_string(s.attempts.size()), fmt::format("{:.1f}", s.seconds),
                     s.jobs > 0 ? std::to_string(s.jobs) : "-", compile_hits(s), smoke_counts(s),
                     s.image_id.empty() ? "-" : short_id(s.image_id)});
   }
@@ -315,26 +308,25 @@ void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir
         human_duration(run.critical_path_seconds),
         run.critical_path_seconds > 0 ? run.wall_seconds / run.critical_path_seconds : 0.0));
   }
-  if (run.index) {
-    write_out("\n" + index_line(*run.index) + "\n");
+  for (const auto& published : run.published) {
+    write_out("\n" + publish_line(published) + "\n");
   }
   write_out(
       fmt::format("\nkiln: run {} {}; record: {}\n", run.run_id, run.status, run_dir.string()));
   std::fflush(m_out);
 }
 
-std::string index_line(const IndexRecord& index) {
+std::string publish_line(const PublishRecord& published) {
   std::vector<std::string> lanes;
-  for (const auto& lane : index.lanes) {
-    std::string seen = lane.image == "stale" && !lane.run_id.empty()
-                           ? fmt::format("stale (run {})", lane.run_id)
-                           : lane.image;
-    lanes.push_back(fmt::format("{} {}", lane.lane, seen));
+  for (const auto& lane : published.lanes) {
+    lanes.push_back(fmt::format("{} {}", lane.lane.empty() ? lane.stage : lane.lane, lane.image));
   }
-  std::string status = index.status == "pushed" ? "pushed " + index.digest : index.status;
-  std::string line = fmt::format("kiln: index {}: {}; {}", index.ref, status, join(lanes, ", "));
-  if (!index.gates_not_run.empty()) {
-    line += fmt::format("; not run: {}", join(index.gates_not_run, ", "));
+  std::string status =
+      published.status == "published" ? "published " + published.digest : published.status;
+  std::string line =
+      fmt::format("kiln: publish {}: {}; {}", published.ref, status, join(lanes, ", "));
+  if (!published.gates_not_run.empty()) {
+    line += fmt::format("; not run: {}", join(published.gates_not_run, ", "));
   }
   return line;
 }

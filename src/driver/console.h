@@ -80,7 +80,7 @@ private:
   std::thread m_ticker;
 };
 
-/// The summary's line for a run's index: its status, each lane's image, what did not run.
-std::string index_line(const IndexRecord& index);
+/// The summary's line for what a run published: its status, each image, what did not run.
+std::string publish_line(const PublishRecord& published);
 
 } // namespace kiln

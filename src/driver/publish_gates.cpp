@@ -24,10 +24,9 @@ IndexLaneRecord classify(const PublishImage& image) {
     return lane;
   }
   lane.image = "missing";
-  lane.detail = image.outcome.empty()             ? "this run did not build " + image.stage
-                : !image.identity.empty()          ? image.config.error()
-                                                   : fmt::format("{} ended {}", image.stage,
-                                                                 image.outcome);
+  lane.detail = image.outcome.empty()     ? "this run did not build " + image.stage
+                : !image.identity.empty() ? image.config.error()
+                                          : fmt::format("{} ended {}", image.stage, image.outcome);
   return lane;
 }
 

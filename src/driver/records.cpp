@@ -49,7 +49,6 @@ Json compile_json(const std::optional<CompileReport>& c) {
 
 Json attempt_json(const AttemptRecord& a) {
   return {{"number", a.number},
-          {"purpose", a.purpose},
           {"started", a.started},
           {"seconds", rounded(a.seconds)},
           {"exit_code", a.exit_code},
@@ -78,35 +77,42 @@ Json gate_json(const GateRecord& g) {
           {"subject", g.subject},
           {"verdict", g.verdict},
           {"findings", g.findings},
-          {"reason", g.reason}};
+          {"reason", g.reason},
+          {"warnings", g.warnings},
+          {"remembered", g.remembered}};
 }
 
-Json index_json(const std::optional<IndexRecord>& index) {
-  if (!index) {
-    return nullptr;
+Json publish_json(const std::vector<PublishRecord>& published) {
+  Json out = Json::array();
+  for (const auto& p : published) {
+    Json lanes = Json::array();
+    for (const auto& l : p.lanes) {
+      lanes.push_back({{"lane", l.lane},
+                       {"stage", l.stage},
+                       {"platform", l.platform},
+                       {"image", l.image},
+                       {"identity", l.identity},
+                       {"digest", l.digest},
+                       {"attestation", l.attestation},
+                       {"packages", l.packages},
+                       {"detail", l.detail}});
+    }
+    Json gates = Json::array();
+    for (const auto& g : p.gates) {
+      gates.push_back(gate_json(g));
+    }
+    out.push_back({{"ref", p.ref},
+                   {"status", p.status},
+                   {"digest", p.digest},
+                   {"failure", p.failure},
+                   {"lanes", lanes},
+                   {"gates", gates},
+                   {"done", p.done},
+                   {"gates_not_run", p.gates_not_run},
+                   {"attempts", p.attempts},
+                   {"log", p.log}});
   }
-  Json lanes = Json::array();
-  for (const auto& l : index->lanes) {
-    lanes.push_back({{"lane", l.lane},
-                     {"stage", l.stage},
-                     {"platform", l.platform},
-                     {"image", l.image},
-                     {"run_id", l.run_id},
-                     {"digest", l.digest},
-                     {"detail", l.detail}});
-  }
-  Json gates = Json::array();
-  for (const auto& g : index->gates) {
-    gates.push_back(gate_json(g));
-  }
-  return {{"ref", index->ref},
-          {"status", index->status},
-          {"digest", index->digest},
-          {"failure", index->failure},
-          {"lanes", lanes},
-          {"gates", gates},
-          {"gates_not_run", index->gates_not_run},
-          {"log", index->log}};
+  return out;
 }
 
 Json stage_json(const StageRecord& s) {
@@ -136,6 +142,9 @@ Json stage_json(const StageRecord& s) {
   return {{"name", s.name},
           {"lane", s.lane},
           {"tag", s.tag},
+          {"work_tag", s.work_tag},
+          {"tag_moved", s.tag_moved},
+          {"tag_held", s.tag_held},
           {"status", s.status},
           {"outcome", s.outcome},
           {"needs", s.needs},
@@ -232,7 +241,7 @@ std::string manifest_json(const RunRecord& run) {
               {"critical_path",
                {{"stages", run.critical_path}, {"seconds", rounded(run.critical_path_seconds)}}},
               {"stages", stages},
-              {"index", index_json(run.index)},
+              {"publish", publish_json(run.published)},
               {"resources", resources}};
   // Engine output is not always UTF-8 (a Latin-1 compiler message, a binary dumped to the
   // terminal) and a quoted line must not make the record unwritable: replace what is invalid.

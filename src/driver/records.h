@@ -15,7 +15,7 @@
 namespace kiln {
 
 /// The manifest schema version; bump it on any change a reader could notice (docs/records.md).
-constexpr int k_manifest_schema = 7;
+constexpr int k_manifest_schema = 8;
 
 /// What the kiln-cc steps of one attempt reported, summed over the steps that reported.
 struct CompileReport {
@@ -29,9 +29,8 @@ struct CompileReport {
 };
 
 struct AttemptRecord {
-  int number = 0;                // counted apart for each purpose
-  std::string purpose = "build"; // build | publish (the push of a gated image once it passed)
-  std::string started;           // UTC ISO-8601
+  int number = 0;
+  std::string started; // UTC ISO-8601
   double seconds = 0;
   int exit_code = -1; // the engine's status (128 + signal when killed); -1 while running or
                       // when it never started
@@ -77,11 +76,13 @@ struct SalvageRecord {
 
 /// One image graded by the image-env publish gate.
 struct GateRecord {
-  std::string gate = "image-env";
+  std::string gate = "image-env";    // image-env | residue | artifacts | arch
   std::string subject;               // what was graded: "parent <ref>", "image of stage <name>"
   std::string verdict;               // pass | refused | unreadable | not-graded
   std::vector<std::string> findings; // one message per refused variable
   std::string reason;                // why it was unreadable or not graded
+  std::vector<std::string> warnings; // what a reader should know that refuses nothing
+  bool remembered = false; // the verdict came from a scan of the same image by an earlier run
 };
 
 /// What a smoke stage's output reported, against the chain's floors.
@@ -97,11 +98,17 @@ struct SmokeRecord {
 };
 
 struct StageRecord {
-  std::string name; // with lanes, `<lane>/<stage>`
-  std::string lane; // "" without lanes
-  std::string tag;
-  std::string status = "pending"; // pending | running | ok | failed | refused | interrupted |
-                                  // skipped | abandoned (refused: a gate stopped it)
+  std::string name;     // with lanes, `<lane>/<stage>`
+  std::string lane;     // "" without lanes
+  std::string tag;      // its stable name
+  std::string work_tag; // the name kiln builds it under (build_request.h's work_tag)
+  /// Whether the stable name moved to this run's image (buildah), or why not; both empty for an
+  /// engine with no local names or a stage that did not end ok.
+  bool tag_moved = false;
+  std::string tag_held;
+  std::string status = "pending"; // pending | running | ok | failed | refused | unverified |
+                                  // interrupted | skipped | abandoned (refused: a gate stopped
+                                  // it; unverified: a gate could not read what it judges)
   /// How it ended, for a reader of a run that kept going: built | reused (every step cached) |
   /// failed | refused | interrupted | skipped:<the failed stage it needed, or why the run
   /// stopped>; "" until it ended.
@@ -125,26 +132,31 @@ struct StageRecord {
   std::optional<SmokeRecord> smoke;   // smoke stages, once their output was read
 };
 
-/// One lane's image as the index saw it.
+/// One image of a publish, as its gates and its push saw it.
 struct IndexLaneRecord {
-  std::string lane;
+  std::string lane; // "" without lanes
   std::string stage;
   std::string platform;
-  std::string image;  // built-this-run | stale | missing
-  std::string run_id; // the run its stamp names; "" when it has none
-  std::string digest; // its manifest's digest in the index, once added
-  std::string detail; // why stale or missing
+  std::string image;       // built-this-run | missing
+  std::string identity;    // the image the gates read: buildah's id, BuildKit's digest
+  std::string digest;      // its manifest's digest as pushed, once staged
+  std::string attestation; // the digest of its attestation manifest (provenance and SBOM)
+  int packages = -1;       // how many packages its SBOM lists; -1 before it was written
+  std::string detail;      // why it is missing
 };
 
-/// The multi-platform image assembled from the lanes' final images.
-struct IndexRecord {
+/// What a run published, or why it did not: the lanes' final images as one index (`[publish]
+/// index`), or a lane's final image in the chain's registry.
+struct PublishRecord {
   std::string ref;
-  std::string status; // pushed | blocked | failed | interrupted
+  std::string status; // published | held | blocked | failed | interrupted
   std::string digest; // the pushed index's
   std::string failure;
   std::vector<IndexLaneRecord> lanes;
-  std::vector<GateRecord> gates;          // completeness, coherence, freshness; up to a refusal
-  std::vector<std::string> gates_not_run; // what a refusal kept from running
+  std::vector<GateRecord> gates;          // completeness, smoke, coherence; up to a refusal
+  std::vector<std::string> done;          // the steps that ran: push, read-back, sign, tag
+  std::vector<std::string> gates_not_run; // what a refusal or a failure kept from running
+  int attempts = 0;                       // of the push and what follows it
   std::string log;                        // relative to the run folder
 };
 
@@ -159,7 +171,7 @@ struct RunRecord {
   std::string started;
   std::string ended;
   std::string status = "running"; // running | ok | failed:<stage>[,<stage>...] |
-                                  // refused:<gate>:<stage>[,...] |
+                                  // refused:<gate>:<stage>[,...] | unverified:<gate>:<stage> |
                                   // interrupted | refused:disk | record-incomplete | crashed |
                                   // abandoned
   std::string status_reason;      // why it crashed or was abandoned
@@ -172,7 +184,8 @@ struct RunRecord {
   /// the run sooner than their sum.
   std::vector<std::string> critical_path;
   double critical_path_seconds = 0;
-  std::optional<IndexRecord> index; // when the chain publishes one and the run built its stage
+  /// What the chain publishes, once per reference, when the run built its final stage.
+  std::vector<PublishRecord> published;
 
   StageRecord* find_stage(const std::string& name);
 };

@@ -212,8 +212,4 @@ std::string RunFolder::attempt_log(const std::string& stage, int attempt) {
   return "stages/" + stage + ".attempt-" + std::to_string(attempt) + ".log";
 }
 
-std::string RunFolder::publish_log(const std::string& stage, int attempt) {
-  return fmt::format("stages/{}.publish-{}.log", stage, attempt);
-}
-
 } // namespace kiln

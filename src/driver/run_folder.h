@@ -105,8 +105,6 @@ public:
 
   /// `stages/<stage>.attempt-<n>.log`, relative to path().
   static std::string attempt_log(const std::string& stage, int attempt);
-  /// `stages/<stage>.publish-<n>.log`, relative to path().
-  static std::string publish_log(const std::string& stage, int attempt);
 
 private:
   std::string m_records;

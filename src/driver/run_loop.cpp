@@ -26,14 +26,15 @@
 #include "driver/crash.h"
 #include "driver/engine_version.h"
 #include "driver/image_gates.h"
-#include "driver/image_index.h"
 #include "driver/kiln_tools.h"
+#include "driver/publish.h"
 #include "driver/records.h"
 #include "driver/records_lock.h"
 #include "driver/run_folder.h"
 #include "driver/run_history.h"
 #include "driver/salvage.h"
 #include "driver/scheduler.h"
+#include "driver/shown_command.h"
 #include "forensics/log_analysis.h"
 #include "gates/smoke_floors.h"
 #include "lint/lint.h"
@@ -182,7 +183,9 @@ public:
   int execute(const std::vector<const Stage*>& stages, const std::vector<BuildRequest>& requests);
 
 private:
-  enum class StageEnd { ok, failed, refused, interrupted, crashed };
+  /// unverified: a gate could not read what it judges (the image, a log kiln cut): nothing
+  /// says the image is bad, nothing says it is good.
+  enum class StageEnd { ok, failed, refused, unverified, interrupted, crashed };
   int execute_stages(const std::vector<const Stage*>& stages,
                      const std::vector<BuildRequest>& requests);
   /// Start what the scheduler says may start, wait for a stage to end, repeat. Each stage
@@ -198,9 +201,12 @@ private:
   void record_skipped();
   /// The run's status and exit code from how its stages ended.
   int run_outcome();
-  /// Once every stage ended: judge the lanes' final images and, when the gates pass, push the
-  /// index they make ([publish] index) and read it back.
-  void publish_index(const std::vector<const Stage*>& stages);
+  /// Once every stage ended: publish what the chain publishes (publish.h), each target as one
+  /// transaction, when this run built its final stage.
+  void publish_all(const std::vector<const Stage*>& stages);
+  /// Once every stage ended: point each ok stage's stable name at its image when every smoke
+  /// stage that guards it passed in this run, and say in its record why not otherwise.
+  void move_stable_tags();
   /// Point the disk watchdog at the stages past their gates and building now: its episode.
   void watch_building();
   void set_stage_phase(const std::string& stage, const std::string& phase);
@@ -212,9 +218,9 @@ private:
   /// lists artifacts. An empty string when every gate passed, else the refusal, recorded as
   /// the stage's failure.
   std::string post_build_gates(const Stage& stage, StageRecord& record,
-                               const std::filesystem::path& log);
-  /// The gates that read the built image's layers (residue, artifacts), in one pass.
-  std::string layer_gates(const Stage& stage, StageRecord& record);
+                               const std::filesystem::path& log, const NamedContext& image);
+  /// The gates that read the built image's layers (residue, arch, artifacts), in one pass.
+  std::string layer_gates(const Stage& stage, StageRecord& record, const NamedContext& image);
   /// Read a smoke stage's results from its log and hold them against the floors.
   SmokeVerdict smoke_gate(const Stage& stage, StageRecord& record,
                           const std::filesystem::path& log);
@@ -230,24 +236,20 @@ private:
   void not_started(const Stage& stage, StageRecord& record, std::string status);
   /// Take back the image of a stage that built but failed after the build, so no later stage or
   /// run is handed it as good.
-  void withdraw(const Stage& stage, const BuildRequest& request, const std::string& why);
+  void withdraw(const Stage& stage, const BuildRequest& request, const std::string& identity,
+                const std::string& why);
   /// One engine invocation for attempt `a`, its output logged in the record, and what its exit
   /// and output said recorded in `a`. Its limits are the stage's time and stall limits.
   AttemptOutcome run_logged(const Stage& stage, const BuildRequest& request, AttemptRecord& a,
                             const ProgressListener& on_progress);
-  /// What an attempt is for: the build, or the push of a gated image once it passed (the same
-  /// build again, every step cached, now with the push and registry cache export it was built
-  /// without). Both are classified, retried and interrupted alike.
-  enum class Purpose { build, publish };
   struct Attempts {
     StageEnd end;
     AttemptOutcome outcome; // the last attempt's
   };
   /// Attempts of `request` until one succeeds, a verdict refuses another or an interrupt
   /// stops it; each recorded, each failure classified, the cooldowns waited.
-  /// `import_flakes` counts the registry cache's import flakes across the build and its push.
   Attempts attempt_until_done(const Stage& stage, BuildRequest& request, StageRecord& record,
-                              Purpose purpose, int index, int count, int& import_flakes);
+                              int index, int count);
   /// After import flakes of the registry cache, the next attempt leaves the registry out.
   void drop_registry_cache_after_flakes(const Stage& stage, BuildRequest& request,
                                         int import_flakes, int next_attempt);
@@ -306,8 +308,12 @@ private:
   CancelToken m_cancel;
   const std::vector<const Stage*>* m_stages = nullptr;
   std::optional<Scheduler> m_scheduler;
-  std::vector<std::string> m_failed;  // stages that failed, in the order they ended
-  std::vector<std::string> m_refused; // the run statuses of the gates that refused
+  std::vector<std::string> m_failed;     // stages that failed, in the order they ended
+  std::vector<std::string> m_refused;    // the run statuses of the gates that refused
+  std::vector<std::string> m_unverified; // `unverified:<gate>:<stage>` of gates that could not read
+  /// The identity of each stage's image this run uses: built by it, or looked up once at its
+  /// start for a need it does not build. Every handoff, gate and publish names it.
+  std::map<std::string, std::string> m_identities;
   bool m_interrupted = false;
   std::set<std::string> m_building;
   DiskWatchdog* m_watchdog = nullptr;
@@ -521,8 +527,10 @@ void Run::drop_registry_cache_after_flakes(const Stage& stage, BuildRequest& req
   m_console.note(message);
 }
 
-void Run::withdraw(const Stage& stage, const BuildRequest& request, const std::string& why) {
-  if (auto withdrawn = m_engine.withdraw_image(request); !withdrawn) {
+void Run::withdraw(const Stage& stage, const BuildRequest& request, const std::string& identity,
+                   const std::string& why) {
+  m_identities.erase(stage.name);
+  if (auto withdrawn = m_engine.withdraw_image(request, identity, stage.tag); !withdrawn) {
     m_folder.log(fmt::format("stage {}: warning: its image stays where a later stage finds it "
                              "although {}: {}",
                              stage.name, why, withdrawn.error()));
@@ -582,7 +590,7 @@ AttemptRecord& Run::begin_attempt(StageRecord& record, const BuildRequest& reque
   attempt.log = std::move(log);
   // Built now, not at the start of the run: the digests of the stages it needs and the cache
   // tiers it uses are known only now.
-  attempt.command = quoted_command(m_engine.build_argv(request));
+  attempt.command = shown_command(m_engine.build_argv(request), request.build_args);
   attempt.registry_cache_dropped = request.drop_registry_cache && has_registry_cache(request);
   save();
   return attempt;
@@ -598,7 +606,7 @@ void Run::not_started(const Stage& stage, StageRecord& record, std::string statu
 void Run::gate_log(const Stage& stage, const GateRecord& gate) {
   for (const auto& line : gate_lines(stage.name, gate)) {
     m_folder.log(line);
-    if (gate.verdict != "pass") {
+    if (gate.verdict != "pass" || line.find(" gate: warning: ") != std::string::npos) {
       m_console.note(line);
     }
   }
@@ -652,70 +660,81 @@ SmokeVerdict Run::smoke_gate(const Stage& stage, StageRecord& record,
 }
 
 std::string Run::post_build_gates(const Stage& stage, StageRecord& record,
-                                  const std::filesystem::path& log) {
+                                  const std::filesystem::path& log, const NamedContext& image) {
   if (stage.kind == StageKind::smoke) {
+    const AttemptRecord& build = record.attempts.back();
+    if (build.log_truncated_at_byte) {
+      // A log kiln itself cut holds no verdict on the tests: saying so is not a refusal.
+      m_unverified.push_back("unverified:smoke:" + stage.name);
+      return fmt::format("unverified: the smoke gate cannot judge {}: kiln could not write it "
+                         "whole (cut at byte {}: {}), so the tests' summary may be what was lost",
+                         build.log, *build.log_truncated_at_byte,
+                         m_folder.write_errors().empty() ? "a record write failed"
+                                                         : m_folder.write_errors().front());
+    }
     if (SmokeVerdict verdict = smoke_gate(stage, record, log); !verdict.ok) {
       m_refused.push_back("refused:smoke:" + stage.name);
       return "smoke gate: " + verdict.reason;
     }
   }
-  if (m_gates->graded_after_build(stage)) {
+  if (graded_after_build(m_chain, stage)) {
     GateRecord gate;
     {
       Unlocked waiting(m_mutex);
-      gate = m_gates->grade_built(stage);
+      gate = m_gates->grade_built(stage, image);
     }
     if (interrupt_signal() != 0 || m_cancel.cancelled()) {
       return {}; // an inspect stopped by Ctrl-C left no verdict: build_stage says interrupted
     }
     gate_log(stage, gate);
-    bool pass = gate.verdict == "pass";
+    std::string verdict = gate.verdict;
+    std::string reason = gate.reason;
     record.gates.push_back(std::move(gate));
-    if (!pass) {
+    if (verdict == "unreadable") {
+      m_unverified.push_back("unverified:image-env:" + stage.name);
+      return fmt::format("unverified: the image-env gate cannot read the config of the image of "
+                         "stage {}: {}",
+                         stage.name, reason);
+    }
+    if (verdict != "pass") {
       m_refused.push_back("refused:image-env:" + stage.name);
       return fmt::format("image-env gate: the image of stage {} carries the build host{}; move "
-                         "each setting to an ARG or a secret, never ENV (details in driver.log)",
+                         "each setting to an ARG or a secret, never ENV or a build arg a RUN "
+                         "spells out (details in driver.log)",
                          stage.name,
                          stage.known_as() == m_chain.gates.final_stage
                              ? " and is not published (no flag waives this gate)"
                              : "");
     }
   }
-  if (m_gates->layers_read_after_build(stage)) {
-    return layer_gates(stage, record);
+  if (layers_read_after_build(m_chain, stage)) {
+    return layer_gates(stage, record, image);
   }
   return {};
 }
 
-std::string Run::layer_gates(const Stage& stage, StageRecord& record) {
-  // buildah's images are exported here to be read; a layout can weigh gigabytes, so it goes
-  // as soon as it has been read.
-  std::filesystem::path scratch = m_folder.path() / "layers" / stage.name;
-  std::error_code ignored;
-  std::filesystem::remove_all(scratch, ignored);
+std::string Run::layer_gates(const Stage& stage, StageRecord& record, const NamedContext& image) {
   std::vector<GateRecord> gates;
   {
     Unlocked waiting(m_mutex);
-    gates = m_gates->grade_layers(stage, scratch);
-  }
-  // Only this stage's: stages building at once export side by side.
-  std::filesystem::remove_all(scratch, ignored);
-  for (auto dir = scratch.parent_path(); dir != m_folder.path(); dir = dir.parent_path()) {
-    std::filesystem::remove(dir, ignored); // fails, as it should, while another stage's is there
+    gates = m_gates->grade_layers(stage, image, image.identity);
   }
   if (interrupt_signal() != 0 || m_cancel.cancelled()) {
-    return {}; // an export stopped by Ctrl-C left no verdict: build_stage says interrupted
+    return {}; // a read stopped by Ctrl-C left no verdict: build_stage says interrupted
   }
   std::string failure;
   for (auto& gate : gates) {
     gate_log(stage, gate);
-    if (gate.verdict != "pass") {
+    if (gate.verdict == "unreadable") {
+      m_unverified.push_back(fmt::format("unverified:{}:{}", gate.gate, stage.name));
+    } else if (gate.verdict != "pass") {
       m_refused.push_back(fmt::format("refused:{}:{}", gate.gate, stage.name));
     }
     if (gate.verdict != "pass" && failure.empty()) {
       failure =
           gate.verdict == "unreadable"
-              ? fmt::format("{} gate: the layers of the image of stage {} cannot be read: {}",
+              ? fmt::format("unverified: the {} gate cannot read the layers of the image of "
+                            "stage {}: {}",
                             gate.gate, stage.name, gate.reason)
           : gate.gate == "residue"
               ? fmt::format("residue gate: the image of stage {} carries build-host files in its "
@@ -725,6 +744,10 @@ std::string Run::layer_gates(const Stage& stage, StageRecord& record) {
                             stage.name,
                             stage.known_as() == m_chain.gates.final_stage ? " and is not published"
                                                                           : "")
+          : gate.gate == "arch"
+              ? fmt::format("arch gate: the image of stage {} holds ELF files of another "
+                            "platform: {}",
+                            stage.name, join(gate.findings, "; "))
               : fmt::format("artifacts gate: the image of stage {}: {}", stage.name,
                             join(gate.findings, "; "));
     }
@@ -734,35 +757,19 @@ std::string Run::layer_gates(const Stage& stage, StageRecord& record) {
 }
 
 Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
-                                      StageRecord& record, Purpose purpose, int index, int count,
-                                      int& import_flakes) {
-  const bool publishing = purpose == Purpose::publish;
-  const char* what = publishing ? "publish attempt" : "attempt";
+                                      StageRecord& record, int index, int count) {
+  const char* what = "attempt";
   Steady::time_point start = m_clock.steady();
-  const double before = record.seconds; // a publish adds to its build's time
+  int import_flakes = 0;
   std::optional<Tail> previous_tail;
   std::optional<std::string> previous_stall; // the step where the previous attempt stalled
   for (int n = 1; n <= stage.attempts; ++n) {
-    AttemptRecord& begun = begin_attempt(record, request, n,
-                                         publishing ? RunFolder::publish_log(stage.name, n)
-                                                    : RunFolder::attempt_log(stage.name, n));
-    begun.purpose = publishing ? "publish" : "build";
-    if (publishing) {
-      begun.reason = "publish: the gated image, built again from the cache with its push";
-      save();
-    } else {
-      record.command = begun.command;
-    }
+    AttemptRecord& begun = begin_attempt(record, request, n, RunFolder::attempt_log(stage.name, n));
+    record.command = begun.command;
     m_folder.log(fmt::format("stage {}: {} {}/{} start: {}", stage.name, what, n, stage.attempts,
                              begun.command));
-    StageView view{index,
-                   count,
-                   stage.name,
-                   n,
-                   stage.attempts,
-                   std::nullopt,
-                   publishing ? "publishing" : "building"};
-    if (auto eta = m_eta.find(stage.name); !publishing && eta != m_eta.end()) {
+    StageView view{index, count, stage.name, n, stage.attempts, std::nullopt, "building"};
+    if (auto eta = m_eta.find(stage.name); eta != m_eta.end()) {
       view.eta_seconds = eta->second;
     }
     m_console.stage_started(view);
@@ -772,15 +779,12 @@ Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
       m_console.stage_progress(stage.name, progress);
       set_stage_phase(stage.name, phase_name(stage, progress));
     });
-    record.seconds = before + seconds_since(start);
+    record.seconds = seconds_since(start);
 
     if (outcome.exit.interrupted || interrupt_signal() != 0) {
       a.verdict = "interrupted";
       a.reason = fmt::format("interrupted by {}; the engine's process group was stopped",
                              interrupt_signal_name());
-      if (publishing) {
-        record.failure = "interrupted while publishing: the image did not leave the host whole";
-      }
       m_folder.log(
           fmt::format("stage {}: {} {}/{} {}", stage.name, what, n, stage.attempts, a.reason));
       m_console.stage_finished(stage.name,
@@ -833,9 +837,7 @@ Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
     failed += "; " + verdict.reason;
     std::string log_path = (m_folder.path() / a.log).string();
     if (verdict.verdict != Verdict::retry) {
-      record.failure = publishing
-                           ? "the gated image passed, but its publish failed: " + verdict.reason
-                           : verdict.reason;
+      record.failure = verdict.reason;
       if (stage.kind == StageKind::smoke) {
         smoke_gate(stage, record, m_folder.path() / a.log); // the counts, for the record
       }
@@ -844,15 +846,13 @@ Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
                                                        human_duration(a.seconds), record.failure));
       show_failing_step_errors(stage, log_path);
       m_console.failure_tail(outcome.tail, log_path);
-      if (!publishing) {
-        salvage_failed_build({m_chain, m_engine, m_folder, m_console, m_options.no_salvage,
-                              [this] { save(); },
-                              [this](const std::function<void()>& work) {
-                                Unlocked waiting(m_mutex);
-                                work();
-                              }},
-                             stage, request, outcome.finished_build_stages, record);
-      }
+      salvage_failed_build({m_chain, m_engine, m_folder, m_console, m_options.no_salvage,
+                            [this] { save(); },
+                            [this](const std::function<void()>& work) {
+                              Unlocked waiting(m_mutex);
+                              work();
+                            }},
+                           stage, request, outcome.finished_build_stages, record);
       return {StageEnd::failed, std::move(outcome)};
     }
     std::chrono::milliseconds cooldown = cooldown_before(n + 1, m_chain.defaults);
@@ -884,24 +884,17 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
   StageRecord& record = *m_record.find_stage(stage.name);
   record.status = "running";
   record.started = utc_iso8601(m_clock.wall());
-  // An image the gates read after the build must not leave the host before it passes, and
-  // kiln reads layers only from a local layout: build it there first, publish it once it
-  // passed.
-  std::optional<BuildRequest> deferred;
-  if (m_gates->layers_read_after_build(stage) && !request.pushed.empty()) {
-    deferred = request;
-    request.pushed.clear();
-    request.cache_to.clear();
-  }
-
-  int import_flakes = 0;
-  Attempts built =
-      attempt_until_done(stage, request, record, Purpose::build, index, count, import_flakes);
+  Attempts built = attempt_until_done(stage, request, record, index, count);
   if (built.end != StageEnd::ok) {
     return built.end;
   }
-  const AttemptRecord build = record.attempts.back(); // a copy: publishing adds attempts
+  const AttemptRecord build = record.attempts.back();
+  // From here on the image is its identity: every gate reads it, every later stage is handed
+  // it, whatever a tag says meanwhile.
   record.image_id = m_engine.built_image(request, built.outcome.progress);
+  NamedContext image = stage_context(m_chain, stage);
+  image.identity = record.image_id;
+  m_identities[stage.name] = record.image_id;
   CompileFloorVerdict floor =
       judge_compile_floor(stage.min_compile_requests, built.outcome.compile, built.outcome.steps);
   record.compile_floor = floor.note;
@@ -909,38 +902,29 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
     record.failure = floor.note;
     m_folder.log(fmt::format("stage {}: attempt {}/{} built, but {}", stage.name, build.number,
                              stage.attempts, floor.note));
-    withdraw(stage, request, "it failed its compile-request floor");
+    withdraw(stage, request, record.image_id, "it failed its compile-request floor");
     m_console.stage_finished(stage.name, "failed: " + floor.note);
     return StageEnd::failed;
   }
-  std::string refused = post_build_gates(stage, record, m_folder.path() / build.log);
+  std::string refused = post_build_gates(stage, record, m_folder.path() / build.log, image);
   if (interrupt_signal() != 0 || m_cancel.cancelled()) {
     record.failure = fmt::format("interrupted by {} after it built, before its gates ended",
                                  interrupt_signal_name());
     m_folder.log(fmt::format("stage {}: {}", stage.name, record.failure));
     m_console.stage_finished(stage.name, "interrupted");
+    withdraw(stage, request, record.image_id, "its gates did not end");
     return StageEnd::interrupted;
   }
   if (!refused.empty()) {
-    record.failure = refused;
-    m_folder.log(fmt::format("stage {}: attempt {}/{} built, but the {}", stage.name, build.number,
-                             stage.attempts, refused));
-    m_console.stage_finished(stage.name, "refused: " + refused);
-    return StageEnd::refused;
-  }
-  if (deferred) {
-    // A registry cache the build dropped after import flakes stays dropped for its push.
-    deferred->drop_registry_cache = deferred->drop_registry_cache || request.drop_registry_cache;
-    m_folder.log(
-        fmt::format("stage {}: image gates passed; publishing {}", stage.name, deferred->pushed));
-    Attempts published =
-        attempt_until_done(stage, *deferred, record, Purpose::publish, index, count, import_flakes);
-    if (published.end != StageEnd::ok) {
-      return published.end;
-    }
-    record.image_id = m_engine.built_image(*deferred, published.outcome.progress);
-    m_folder.log(
-        fmt::format("stage {}: published {} ({})", stage.name, deferred->pushed, record.image_id));
+    const bool unverified = refused.starts_with("unverified: ");
+    record.failure = unverified ? refused.substr(12) : refused;
+    m_folder.log(fmt::format("stage {}: attempt {}/{} built, but {}{}", stage.name, build.number,
+                             stage.attempts, unverified ? "" : "the ", record.failure));
+    m_console.stage_finished(stage.name,
+                             (unverified ? "unverified: " : "refused: ") + record.failure);
+    withdraw(stage, request, record.image_id,
+             unverified ? "a gate could not read it" : "a gate refused it");
+    return unverified ? StageEnd::unverified : StageEnd::refused;
   }
   std::string vertices = build.vertices > 0 ? fmt::format(", {}/{} vertices cached",
                                                           build.vertices_cached, build.vertices)
@@ -949,9 +933,8 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
                            stage.name, build.number, stage.attempts, build.seconds,
                            build.steps_cached, build.steps_run, vertices, record.image_id));
   m_console.stage_finished(stage.name,
-                           fmt::format("ok in {}{}{}", human_duration(build.seconds),
-                                       every_step_cached(build) ? " (all steps cached)" : "",
-                                       deferred ? ", published" : ""));
+                           fmt::format("ok in {}{}", human_duration(build.seconds),
+                                       every_step_cached(build) ? " (all steps cached)" : ""));
   return StageEnd::ok;
 }
 
@@ -1023,6 +1006,12 @@ Run::StageEnd Run::run_stage(size_t index, BuildRequest request, const Budget& s
     not_started(stage, record, "failed");
     return StageEnd::failed;
   }
+  // Each stage it needs by the image this run built or looked up, never by a tag.
+  for (size_t i = 0; i < request.contexts.size() && i < stage.needs.size(); ++i) {
+    if (auto identity = m_identities.find(stage.needs[i]); identity != m_identities.end()) {
+      request.contexts[i].identity = identity->second;
+    }
+  }
   m_building.insert(stage.name);
   watch_building();
   return build_stage(stage, std::move(request), static_cast<int>(index) + 1,
@@ -1039,12 +1028,7 @@ void Run::stage_ended(size_t index, StageEnd end) {
   switch (end) {
   case StageEnd::ok: {
     record.status = "ok";
-    const AttemptRecord* build = nullptr;
-    for (const auto& attempt : record.attempts) {
-      if (attempt.verdict == "ok" && attempt.purpose == "build") {
-        build = &attempt;
-      }
-    }
+    const AttemptRecord* build = record.attempts.empty() ? nullptr : &record.attempts.back();
     record.outcome = build != nullptr && every_step_cached(*build) ? "reused" : "built";
     break;
   }
@@ -1056,6 +1040,10 @@ void Run::stage_ended(size_t index, StageEnd end) {
   case StageEnd::refused:
     record.status = "refused"; // the run's status names the gate
     record.outcome = "refused";
+    break;
+  case StageEnd::unverified:
+    record.status = "unverified"; // the run's status names the gate
+    record.outcome = "unverified";
     break;
   case StageEnd::interrupted:
     record.status = "interrupted";
@@ -1082,9 +1070,8 @@ void Run::record_skipped() {
     if (stage.kind == StageKind::smoke) {
       record.gates_not_run.push_back("smoke");
     }
-    if (m_gates->graded_after_build(stage)) {
-      record.gates_not_run.push_back("image-env");
-      record.gates_not_run.push_back("residue");
+    if (graded_after_build(m_chain, stage)) {
+      record.gates_not_run.insert(record.gates_not_run.end(), {"image-env", "residue", "arch"});
     }
     if (!stage.artifacts.empty() || stage.max_layers > 0) {
       record.gates_not_run.push_back("artifacts");
@@ -1208,136 +1195,110 @@ void Run::schedule(const std::vector<const Stage*>& stages,
   }
 }
 
-void Run::publish_index(const std::vector<const Stage*>& stages) {
-  const std::string& ref = m_chain.publish.index;
-  if (ref.empty()) {
-    return;
-  }
-  std::vector<const Stage*> finals;
-  bool selected = false;
-  for (const auto& stage : m_chain.stages) {
-    if (stage.known_as() == m_chain.gates.final_stage) {
-      finals.push_back(&stage);
-      selected = selected || std::find(stages.begin(), stages.end(), &stage) != stages.end();
+void Run::move_stable_tags() {
+  for (size_t i = 0; i < m_stages->size(); ++i) {
+    const Stage& stage = *(*m_stages)[i];
+    StageRecord& record = *m_record.find_stage(stage.name);
+    auto identity = m_identities.find(stage.name);
+    if (record.status != "ok" || identity == m_identities.end()) {
+      continue;
     }
-  }
-  if (!selected) {
-    m_folder.log(fmt::format("index {}: not assembled, this run builds no lane's {}", ref,
-                             m_chain.gates.final_stage));
-    return;
-  }
-  IndexRecord& index = m_record.index.emplace();
-  index.ref = ref;
-  if (m_interrupted || interrupt_signal() != 0 || m_cancel.cancelled()) {
-    index.status = "interrupted";
-    index.gates_not_run = {"completeness", "coherence", "freshness", "push", "read-back"};
-    m_folder.log(fmt::format("index {}: not assembled, the run was interrupted", ref));
-    save();
-    return;
-  }
-  std::vector<LaneImage> images;
-  for (const Stage* stage : finals) {
-    const StageRecord* record = m_record.find_stage(stage->name);
-    NamedContext context = stage_context(m_chain, *stage);
-    // A stage of the lane that failed, was refused or stopped on its own (one skipped because
-    // another did is told by that one, or by the final image itself being stale or missing).
-    std::vector<std::string> unfinished;
-    for (const auto& other : m_record.stages) {
-      if (other.lane == stage->lane && other.name != stage->name && other.outcome != "built" &&
-          other.outcome != "reused" && !other.outcome.starts_with("skipped")) {
-        unfinished.push_back(fmt::format("{} ended {}", other.name,
-                                         other.outcome.empty() ? other.status : other.outcome));
+    std::vector<std::string> untested;
+    for (const Stage* guard : guarding_smoke_stages(m_chain, stage)) {
+      const StageRecord* ran = m_record.find_stage(guard->name);
+      if (ran == nullptr || ran->status != "ok") {
+        untested.push_back(
+            fmt::format("{} {}", guard->name,
+                        ran == nullptr ? "did not run in this run" : "ended " + ran->outcome));
       }
     }
-    images.push_back({stage->lane, stage->name, m_chain.find_lane(stage->lane)->platform,
-                      record != nullptr ? record->outcome : std::string(),
-                      m_engine.stage_image_config(context), m_engine.stage_image_source(context),
-                      std::move(unfinished)});
-  }
-  IndexVerdict verdict = judge_index(ref, images, m_record.run_id);
-  index.lanes = verdict.lanes;
-  index.gates = verdict.gates;
-  index.gates_not_run = verdict.gates_not_run;
-  for (const auto& lane : index.lanes) {
-    m_folder.log(fmt::format("index {}: lane {} ({}): {}{}", ref, lane.lane, lane.platform,
-                             lane.image, lane.detail.empty() ? "" : " (" + lane.detail + ")"));
-  }
-  if (!verdict.ok()) {
-    const GateRecord& refused = verdict.gates.back();
-    index.status = "blocked";
-    index.failure =
-        fmt::format("the {} gate refused it: {}", refused.gate, join(refused.findings, "; "));
-    m_folder.log(fmt::format("index {}: blocked: {}; not run: {}", ref, index.failure,
-                             join(index.gates_not_run, ", ")));
-    m_console.note(fmt::format("index {}: not pushed: {}", ref, index.failure));
-    if (m_failed.empty()) {
-      m_refused.push_back("refused:index");
+    if (!untested.empty()) {
+      record.tag_held = "a smoke stage that needs it did not pass: " + join(untested, ", ");
+      m_folder.log(fmt::format("stage {}: {} stays where it was: {}", stage.name, stage.tag,
+                               record.tag_held));
+      continue;
     }
-    save();
-    return;
-  }
-  index.log = "index.log";
-  auto log = m_folder.open_log(index.log);
-  if (!log) {
-    index.status = "failed";
-    index.failure = log.error();
-    m_failed.push_back("index");
-    save();
-    return;
-  }
-  m_console.note(fmt::format("index {}: pushing {} platform(s)", ref, images.size()));
-  save();
-  // The push is classified and retried like a stage's attempt: a registry's 502 or 429 is a
-  // flake of class registry-network, and the same failure twice is not.
-  set_stage_phase("index", "index");
-  IndexPush push;
-  std::optional<Tail> previous;
-  const int attempts = m_chain.defaults.attempts;
-  // The stages' threads have ended, and with them the watch that turns Ctrl-C into the run's
-  // token: the push watches Ctrl-C itself, and a registry that stops answering is a stall.
-  BuildLimits limits{{}, m_chain.defaults.stall_timeout, &interrupt_token()};
-  for (int attempt = 1;; ++attempt) {
-    log->write(fmt::format("[kiln] index push attempt {}/{}\n", attempt, attempts));
-    push = push_index(ref, m_chain.publish.tls_verify, images, m_record.run_id, *log, limits);
-    if (push.ok || push.interrupted) {
-      break;
+    if (auto moved = m_engine.move_tag(identity->second, stage.tag); !moved) {
+      record.tag_held = moved.error();
+      m_folder.log(fmt::format("stage {}: warning: {} was not moved: {}", stage.name, stage.tag,
+                               moved.error()));
+      continue;
     }
-    FailureVerdict verdict = classify_failure(push.tail, previous, attempt, attempts, m_classes);
-    m_folder.log(fmt::format("index {}: push attempt {}/{} failed: {} ({})", ref, attempt, attempts,
-                             push.failure, verdict.reason));
-    if (verdict.verdict != Verdict::retry) {
-      break;
+    record.tag_moved = m_engine.name() == "buildah";
+    if (record.tag_moved) {
+      m_folder.log(
+          fmt::format("stage {}: {} now names {}", stage.name, stage.tag, identity->second));
     }
-    if (!m_clock.sleep_for(cooldown_before(attempt + 1, m_chain.defaults), interrupt_token())) {
-      push.interrupted = true;
-      break;
-    }
-    previous = push.tail;
-  }
-  set_stage_phase("index", "");
-  for (size_t i = 0; i < push.lane_digests.size(); ++i) {
-    index.lanes[i].digest = push.lane_digests[i];
-  }
-  index.digest = push.digest;
-  if (push.ok) {
-    index.status = "pushed";
-    m_folder.log(fmt::format("index {}: pushed {} and read back", ref, push.digest));
-    m_console.note(fmt::format("index {}: pushed {} ({} platforms, read back from the registry)",
-                               ref, push.digest, images.size()));
-  } else if (push.interrupted) {
-    index.status = "interrupted";
-    index.failure = "interrupted while pushing: " + push.failure;
-    m_interrupted = true;
-    m_folder.log(fmt::format("index {}: {}", ref, index.failure));
-  } else {
-    index.status = "failed";
-    index.failure = push.failure;
-    m_failed.push_back("index");
-    m_folder.log(fmt::format("index {}: push failed: {}", ref, push.failure));
-    m_console.note(fmt::format("index {}: push failed: {} (log: {})", ref, push.failure,
-                               (m_folder.path() / index.log).string()));
   }
   save();
+}
+
+void Run::publish_all(const std::vector<const Stage*>& stages) {
+  std::vector<PublishTarget> targets = publish_targets(m_chain);
+  for (size_t n = 0; n < targets.size(); ++n) {
+    const PublishTarget& target = targets[n];
+    bool selected = std::any_of(target.stages.begin(), target.stages.end(), [&](const Stage* s) {
+      return std::find(stages.begin(), stages.end(), s) != stages.end();
+    });
+    if (!selected) {
+      m_folder.log(fmt::format("publish {}: not attempted, this run builds no {} it carries",
+                               target.ref, m_chain.gates.final_stage));
+      continue;
+    }
+    PublishRecord& record = m_record.published.emplace_back();
+    record.ref = target.ref;
+    if (m_interrupted || interrupt_signal() != 0 || m_cancel.cancelled()) {
+      record.status = "interrupted";
+      record.gates_not_run = {"completeness", "smoke", "coherence"};
+      record.gates_not_run.insert(record.gates_not_run.end(), publish_steps().begin(),
+                                  publish_steps().end());
+      m_folder.log(fmt::format("publish {}: not attempted, the run was interrupted", target.ref));
+      save();
+      continue;
+    }
+    m_console.note(fmt::format("publish {}: {} image(s)", target.ref, target.stages.size()));
+    save();
+    set_stage_phase("publish", "publish");
+    // The stages' threads have ended, and with them the watch that turns Ctrl-C into the run's
+    // token: Ctrl-C reaches the publish through the interrupt token itself.
+    record =
+        publish({m_chain, m_engine, *m_gates, m_record, m_folder, m_identities,
+                 m_options.build_arg_overrides, m_classes, m_clock, interrupt_token(),
+                 [this](const std::string& line) {
+                   m_folder.log(line);
+                   m_console.note(line);
+                 }},
+                target, targets.size() == 1 ? "publish.log" : fmt::format("publish-{}.log", n + 1));
+    set_stage_phase("publish", "");
+    for (const auto& lane : record.lanes) {
+      m_folder.log(fmt::format("publish {}: {} ({}): {} {}{}{}", record.ref, lane.stage,
+                               lane.platform, lane.image, lane.identity,
+                               lane.digest.empty() ? "" : " staged as " + lane.digest,
+                               lane.detail.empty() ? "" : " (" + lane.detail + ")"));
+    }
+    std::string line = fmt::format("publish {}: {}", record.ref, record.status);
+    if (record.status == "published") {
+      line += fmt::format(" {} ({} image(s) with provenance and SBOM, read back from the "
+                          "registry{})",
+                          record.digest, record.lanes.size(),
+                          m_chain.publish.sign.empty() ? "" : ", signed");
+    } else {
+      line += ": " + record.failure;
+      if (!record.gates_not_run.empty()) {
+        line += "; not run: " + join(record.gates_not_run, ", ");
+      }
+    }
+    m_folder.log(line);
+    m_console.note(line);
+    if (record.status == "blocked" && m_failed.empty() && m_refused.empty()) {
+      m_refused.push_back("refused:publish");
+    } else if (record.status == "failed") {
+      m_failed.push_back("publish");
+    } else if (record.status == "interrupted") {
+      m_interrupted = true;
+    }
+    save();
+  }
 }
 
 int Run::run_outcome() {
@@ -1348,6 +1309,14 @@ int Run::run_outcome() {
   if (!m_failed.empty()) {
     m_record.status = "failed:" + join(m_failed, ",");
     return k_exit_failed;
+  }
+  if (!m_unverified.empty()) {
+    // Nothing failed, and a gate could not read what it judges: an infrastructure failure, not
+    // a verdict on the image (or on a test suite whose log kiln itself cut).
+    std::vector<std::string> status = m_unverified;
+    status.insert(status.end(), m_refused.begin(), m_refused.end());
+    m_record.status = join(status, ",");
+    return k_exit_record;
   }
   if (!m_refused.empty()) {
     m_record.status = join(m_refused, ",");
@@ -1496,13 +1465,26 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
       return k_exit_usage;
     }
   }
-  m_gates.emplace(m_chain, m_engine, [&] {
-    std::vector<std::string> names;
-    for (const Stage* s : stages) {
-      names.push_back(s->name);
+  std::vector<std::string> names;
+  for (const Stage* s : stages) {
+    names.push_back(s->name);
+  }
+  m_gates.emplace(m_chain, m_engine, names, ScanCache(m_chain.records / "scans"));
+  // A need this run does not build is the image its last good build left, looked up once: from
+  // here on it is named by what it is.
+  for (const Stage* stage : stages) {
+    for (const auto& need : stage->needs) {
+      if (std::find(names.begin(), names.end(), need) == names.end() &&
+          m_identities.count(need) == 0) {
+        std::string identity =
+            m_engine.stage_image_identity(stage_context(m_chain, *m_chain.find_stage(need)));
+        if (!identity.empty()) {
+          m_identities[need] = identity;
+          m_folder.log(fmt::format("stage {}: from an earlier run, image {}", need, identity));
+        }
+      }
     }
-    return names;
-  }());
+  }
   start_sampler();
   DiskWatchdog watchdog(
       m_disk, [this](const std::string& line) { disk_log(line); }, m_store);
@@ -1511,7 +1493,8 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
            budget.value_or(Budget{0, online_cores(), online_cores(), online_cores(), 0, ""}),
            watchdog);
   watchdog.stop();
-  publish_index(stages);
+  move_stable_tags();
+  publish_all(stages);
   int exit_code = run_outcome();
   finish_sampler();
   if (std::vector<std::string> lost = m_folder.write_errors(); !lost.empty()) {
@@ -1558,23 +1541,13 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     requests.back().no_cache = options.no_cache || stage->kind == StageKind::smoke;
   }
 
-  // An image that leaves the host carries the run that built it; a dry run has no run yet.
-  auto stamp_published = [&](const std::string& run_id) {
-    for (size_t i = 0; i < stages.size(); ++i) {
-      if (leaves_host(chain, *stages[i])) {
-        stamp_run(requests[i], run_id);
-      }
-    }
-  };
-
   if (options.dry_run) {
     if (!report(problems, errors)) {
       return k_exit_usage;
     }
-    stamp_published("<run id>");
     for (size_t i = 0; i < stages.size(); ++i) {
       fmt::print("# [{}/{}] {}\n{}\n", i + 1, stages.size(), stages[i]->name,
-                 quoted_command(engine.build_argv(requests[i])));
+                 shown_command(engine.build_argv(requests[i]), requests[i].build_args));
     }
     return k_exit_ok;
   }
@@ -1588,14 +1561,15 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     for (const auto& problem : version->problems) {
       problems.push_back(error_line(problem));
     }
-    if (!chain.publish.index.empty()) {
-      // The index is assembled with buildah whatever the engine: a host without it would learn
-      // so only after every stage built.
-      if (CapturedRun buildah = run_captured({"buildah", "--version"}); !buildah.exit.ok()) {
+    if (!publish_targets(chain).empty()) {
+      // Published images are pushed with skopeo whatever the engine: a host without it would
+      // learn so only after every stage built.
+      if (CapturedRun skopeo = run_captured({"skopeo", "--version"}); !skopeo.exit.ok()) {
         problems.push_back(error_line(fmt::format(
-            "[publish] index is assembled and pushed with `buildah manifest`, and buildah is not "
-            "usable ({}); install buildah (Debian: apt-get install buildah)",
-            buildah.failure())));
+            "the chain publishes ({}), which kiln pushes with skopeo, and skopeo is not usable "
+            "({}); install it (Debian: apt-get install skopeo)",
+            chain.publish.index.empty() ? "[chain] registry" : "[publish] index",
+            skopeo.failure())));
       }
     }
     auto outside = check_outside_needs(chain, stages, engine);
@@ -1611,6 +1585,9 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     return k_exit_usage;
   }
   for (const auto& line : mark_abandoned_runs(chain.records)) {
+    console.note(line);
+  }
+  for (const auto& line : remove_stale_staging(chain)) {
     console.note(line);
   }
   if (version->each.size() == 1) {
@@ -1638,7 +1615,6 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
                             "is unchanged ({}), so not asked again",
                             version->text, (chain.records / "engine-version").string()));
   }
-  stamp_published(folder->run_id());
   RunRecord record;
   record.run_id = folder->run_id();
   record.chain_name = chain.name;
@@ -1653,6 +1629,7 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     s.name = stages[i]->name;
     s.lane = chain.lanes.empty() ? std::string() : stages[i]->lane;
     s.tag = stages[i]->tag;
+    s.work_tag = requests[i].tag;
     s.min_compile_requests = stages[i]->min_compile_requests;
     for (const auto& need : stages[i]->needs) {
       for (const Stage* other : stages) {
@@ -1661,7 +1638,7 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
         }
       }
     }
-    s.command = quoted_command(engine.build_argv(requests[i]));
+    s.command = shown_command(engine.build_argv(requests[i]), requests[i].build_args);
     record.stages.push_back(s);
   }
   lock->describe(record.run_id, record.host, record.started);

@@ -6,7 +6,9 @@
 #include <deque>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "engine/buildah_layers.h"
 #include "engine/image_config.h"
 #include "util/fs.h"
 #include "util/strings.h"
@@ -101,8 +103,11 @@ std::vector<std::string> BuildahEngine::build_argv(const BuildRequest& request) 
     argv.push_back("--no-cache");
   }
   for (const auto& context : request.contexts) {
-    argv.insert(argv.end(), {"--build-context",
-                             fmt::format("{}=container-image://{}", context.name, context.image)});
+    // By id: a tag another run can move between this run's stages never reaches a build.
+    argv.insert(argv.end(),
+                {"--build-context",
+                 fmt::format("{}=container-image://{}", context.name,
+                             context.identity.empty() ? context.image : context.identity)});
   }
   if (!request.tools.empty()) {
     argv.insert(argv.end(), {"--build-context", "kiln-tools=" + request.tools.string()});
@@ -119,37 +124,116 @@ std::vector<std::string> BuildahEngine::build_argv(const BuildRequest& request) 
                                  ? fmt::format("id={},src={}", secret.id, secret.file.string())
                                  : fmt::format("id={},env={}", secret.id, secret.env)});
   }
-  argv.push_back(request.context.string());
+  argv.insert(argv.end(), {"--", request.context.string()});
   return argv;
 }
 
 bool BuildahEngine::has_stage_image(const NamedContext& context) const {
-  return run_process({{"buildah", "inspect", "--type", "image", context.image}, {}, {}},
+  return run_process({{"buildah", "inspect", "--type", "image", "--", context.image}, {}, {}},
                      [](std::string_view) {})
       .ok();
 }
 
+namespace {
+
+/// The image id a name in the store stands for; "" when it names none.
+std::string image_id_of(const std::string& name) {
+  CapturedRun inspected = run_captured(
+      {"buildah", "inspect", "--type", "image", "--format", "{{.FromImageID}}", "--", name});
+  std::string id(trim(inspected.output));
+  return inspected.exit.ok() && is_image_id(id) ? id : std::string();
+}
+
+const std::string& shown(const NamedContext& context) {
+  return context.identity.empty() ? context.image : context.identity;
+}
+
+} // namespace
+
+std::string BuildahEngine::stage_image_identity(const NamedContext& context) const {
+  return image_id_of(context.image);
+}
+
 ImageConfigRead BuildahEngine::stage_image_config(const NamedContext& context) const {
-  return image_config_from_buildah(context.image);
+  return image_config_from_buildah(shown(context));
 }
 
-tl::expected<ImageLayout, std::string>
-BuildahEngine::stage_image_layout(const NamedContext& context,
-                                  const std::filesystem::path& scratch) const {
-  return export_buildah_image(context.image, scratch);
+tl::expected<std::vector<LayoutImage>, std::string>
+BuildahEngine::stage_images(const NamedContext& context) const {
+  std::string id = context.identity.empty() ? image_id_of(context.image) : context.identity;
+  if (id.empty()) {
+    return tl::unexpected(fmt::format("buildah's store has no image {}", context.image));
+  }
+  auto image = buildah_store_image(id);
+  if (!image) {
+    return tl::unexpected(image.error());
+  }
+  return std::vector<LayoutImage>{std::move(*image)};
 }
 
-std::string BuildahEngine::stage_image_source(const NamedContext& context) const {
-  return "containers-storage:" + context.image;
+tl::expected<Descriptor, std::string> BuildahEngine::export_image(const NamedContext& context,
+                                                                  LayoutWriter& layout,
+                                                                  const std::string& name) const {
+  const std::string& id = shown(context);
+  CapturedRun pushed = run_captured({"buildah", "push", "--quiet", "--format", "oci", "--", id,
+                                     "oci:" + layout.dir().string() + ":" + name});
+  if (!pushed.exit.ok()) {
+    return tl::unexpected(fmt::format("buildah push of image {} into {} failed: {}", id,
+                                      layout.dir().string(), pushed.failure()));
+  }
+  auto written = layout.named(name);
+  if (!written) {
+    return written;
+  }
+  // The config is the image: a push that changed it would publish another image.
+  auto manifest = layout.blob(written->digest);
+  nlohmann::json doc =
+      manifest ? nlohmann::json::parse(*manifest, nullptr, false) : nlohmann::json();
+  std::string config = doc.is_object() && doc.contains("config") && doc["config"].is_object()
+                           ? doc["config"].value("digest", "")
+                           : "";
+  if (config != "sha256:" + id) {
+    return tl::unexpected(fmt::format("the image buildah wrote for {} has config {}, not the "
+                                      "gated image's sha256:{}",
+                                      context.name, config.empty() ? "(none)" : config, id));
+  }
+  return written;
 }
 
-tl::expected<void, std::string> BuildahEngine::withdraw_image(const BuildRequest& request) const {
-  // The image under the tag only: its parents stay, as the layer cache of the next build.
-  CapturedRun removed = run_captured({"buildah", "rmi", request.tag});
-  if (!removed.exit.ok() && removed.output.find("image not known") == std::string::npos) {
-    return tl::unexpected("buildah rmi " + request.tag + ": " + removed.failure());
+tl::expected<void, std::string> BuildahEngine::move_tag(const std::string& identity,
+                                                        const std::string& tag) const {
+  CapturedRun tagged = run_captured({"buildah", "tag", "--", identity, tag});
+  if (!tagged.exit.ok()) {
+    return tl::unexpected(fmt::format("buildah tag {} {}: {}", identity, tag, tagged.failure()));
   }
   return {};
+}
+
+tl::expected<void, std::string> BuildahEngine::withdraw_image(const BuildRequest& request,
+                                                              const std::string& identity,
+                                                              const std::string& stable_tag) const {
+  // The names only: the image's parents stay, as the layer cache of the next build. The stable
+  // name goes too when an earlier run gave it this very image.
+  std::vector<std::string> names = {request.tag};
+  if (!identity.empty() && !stable_tag.empty() && image_id_of(stable_tag) == identity) {
+    names.push_back(stable_tag);
+  }
+  for (const auto& name : names) {
+    CapturedRun removed = run_captured({"buildah", "rmi", "--", name});
+    if (!removed.exit.ok() && removed.output.find("image not known") == std::string::npos) {
+      return tl::unexpected("buildah rmi " + name + ": " + removed.failure());
+    }
+  }
+  return {};
+}
+
+std::string BuildahEngine::external_image_digest(const std::string& ref,
+                                                 const NamedContext& built_by) const {
+  (void)built_by; // one store: the image a build pulled is the one under its name
+  CapturedRun inspected = run_captured(
+      {"buildah", "inspect", "--type", "image", "--format", "{{.FromImageDigest}}", "--", ref});
+  std::string digest(trim(inspected.output));
+  return inspected.exit.ok() && is_oci_digest(digest) ? digest : std::string();
 }
 
 std::optional<ImageEnv> BuildahEngine::external_image_env(const std::string& ref) const {
@@ -157,7 +241,7 @@ std::optional<ImageEnv> BuildahEngine::external_image_env(const std::string& ref
     return env;
   }
   // The build would pull it anyway; pulling first lets the gate grade what the build will use.
-  CapturedRun pull = run_captured({"buildah", "pull", "--quiet", ref});
+  CapturedRun pull = run_captured({"buildah", "pull", "--quiet", "--", ref});
   if (!pull.exit.ok()) {
     return tl::unexpected(fmt::format(
         "{} is not in buildah's store and `buildah pull {}` failed: {}", ref, ref, pull.failure()));

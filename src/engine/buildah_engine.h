@@ -19,14 +19,26 @@ public:
   std::string stage_image_place(const NamedContext& context) const override {
     return context.image;
   }
+  /// The image id under the work tag.
+  std::string stage_image_identity(const NamedContext& context) const override;
   ImageConfigRead stage_image_config(const NamedContext& context) const override;
-  tl::expected<ImageLayout, std::string>
-  stage_image_layout(const NamedContext& context,
-                     const std::filesystem::path& scratch) const override;
-  std::string stage_image_source(const NamedContext& context) const override;
+  /// Read in place from the store (buildah_store_image).
+  tl::expected<std::vector<LayoutImage>, std::string>
+  stage_images(const NamedContext& context) const override;
+  /// `buildah push --format oci` of the image id: its layers compressed, its config unchanged.
+  tl::expected<Descriptor, std::string> export_image(const NamedContext& context,
+                                                     LayoutWriter& layout,
+                                                     const std::string& name) const override;
+  tl::expected<void, std::string> move_tag(const std::string& identity,
+                                           const std::string& tag) const override;
   std::optional<ImageEnv> external_image_env(const std::string& ref) const override;
+  /// The manifest digest the store records for the image the build pulled.
+  std::string external_image_digest(const std::string& ref,
+                                    const NamedContext& built_by) const override;
   std::unique_ptr<BuildOutput> read_output() const override;
-  tl::expected<void, std::string> withdraw_image(const BuildRequest& request) const override;
+  tl::expected<void, std::string> withdraw_image(const BuildRequest& request,
+                                                 const std::string& identity,
+                                                 const std::string& stable_tag) const override;
 
 private:
   std::string m_isolation;

@@ -372,7 +372,8 @@ std::vector<std::string> BuildkitEngine::build_argv(const BuildRequest& request)
     add({"--opt", fmt::format("label:{}={}", key, value)});
   }
   for (const auto& context : request.contexts) {
-    std::string digest = metadata_digest(context.metadata);
+    std::string digest =
+        context.identity.empty() ? metadata_digest(context.metadata) : context.identity;
     if (digest.empty()) {
       digest = fmt::format("<digest of {}>", context.name); // only a dry run gets here
     }
@@ -414,7 +415,9 @@ std::vector<std::string> BuildkitEngine::build_argv(const BuildRequest& request)
     }
   }
   if (!request.pushed.empty()) {
-    add({"--output", fmt::format("type=image,name={},push=true", request.pushed)});
+    // By digest, no tag: a tag in the registry moves only when the publish transaction says.
+    add({"--output",
+         fmt::format("type=image,name={},push=true,push-by-digest=true", request.pushed)});
   } else {
     add({"--output", fmt::format("type=oci,dest={},tar=false", request.layout.string())});
   }
@@ -434,19 +437,19 @@ bool BuildkitEngine::has_stage_image(const NamedContext& context) const {
   return index && index->find(digest) != std::string::npos;
 }
 
+std::string BuildkitEngine::stage_image_identity(const NamedContext& context) const {
+  return metadata_digest(context.metadata);
+}
+
 tl::expected<ImageLayout, std::string>
 BuildkitEngine::stage_layout(const NamedContext& context) const {
-  std::string digest = metadata_digest(context.metadata);
+  std::string digest =
+      context.identity.empty() ? metadata_digest(context.metadata) : context.identity;
   if (digest.empty()) {
     return tl::unexpected(fmt::format("no build of stage '{}' is on record ({} names no digest)",
                                       context.name, context.metadata.string()));
   }
   if (!context.pushed.empty()) {
-    // A gated image (the final stage's) is built to its layout before its push, so that copy
-    // is there to read; its pushed digest may differ (the registry's media types).
-    if (has_local_copy(context)) {
-      return ImageLayout{context.layout, {}};
-    }
     return tl::unexpected(fmt::format(
         "stage '{}' was handed over through the registry ({}@{}) and kiln reads images from "
         "OCI layouts only; rebuild it in this run, where its Dockerfile is linted first",
@@ -461,25 +464,51 @@ ImageConfigRead BuildkitEngine::stage_image_config(const NamedContext& context) 
   });
 }
 
-tl::expected<ImageLayout, std::string>
-BuildkitEngine::stage_image_layout(const NamedContext& context,
-                                   const std::filesystem::path& scratch) const {
-  (void)scratch; // the image is in its layout already
-  return stage_layout(context);
+tl::expected<std::vector<LayoutImage>, std::string>
+BuildkitEngine::stage_images(const NamedContext& context) const {
+  return stage_layout(context).and_then(
+      [](const ImageLayout& layout) { return layout_images(layout.path, layout.digest); });
 }
 
-bool BuildkitEngine::has_local_copy(const NamedContext& context) {
-  std::error_code ignored;
-  return std::filesystem::is_regular_file(context.layout / "index.json", ignored);
-}
-
-std::string BuildkitEngine::stage_image_source(const NamedContext& context) const {
-  std::string digest = metadata_digest(context.metadata);
-  if (!context.pushed.empty() && !has_local_copy(context)) {
-    return fmt::format("docker://{}@{}", context.pushed, digest);
+tl::expected<Descriptor, std::string> BuildkitEngine::export_image(const NamedContext& context,
+                                                                   LayoutWriter& layout,
+                                                                   const std::string& name) const {
+  (void)name; // the layout's index names what it publishes, not each image
+  auto source = stage_layout(context);
+  if (!source) {
+    return tl::unexpected(source.error());
   }
-  // The oci: transport picks an image by its ref.name; a stage's layout holds its one image.
-  return "oci:" + context.layout.string();
+  return layout.take_manifest(source->path, source->digest);
+}
+
+std::string BuildkitEngine::external_image_digest(const std::string& ref,
+                                                  const NamedContext& built_by) const {
+  auto text = read_file(built_by.metadata, k_image_json_limit);
+  nlohmann::json doc = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+  if (!doc.is_object() || !doc.contains("containerimage.buildinfo")) {
+    return {};
+  }
+  nlohmann::json info = doc["containerimage.buildinfo"];
+  if (info.is_string()) { // base64 of the JSON, as buildctl writes it
+    auto decoded = base64_decode(info.get<std::string>());
+    info = decoded ? nlohmann::json::parse(*decoded, nullptr, false) : nlohmann::json();
+  }
+  if (!info.is_object() || !info.contains("sources") || !info["sources"].is_array()) {
+    return {};
+  }
+  // BuildKit names a source by its normalised reference (docker.io/library/debian:12).
+  for (const auto& source : info["sources"]) {
+    if (!source.is_object() || !source.contains("ref") || !source["ref"].is_string() ||
+        !source.contains("pin") || !source["pin"].is_string()) {
+      continue;
+    }
+    std::string named = source["ref"].get<std::string>();
+    if (named == ref || named.ends_with("/" + ref) || named.ends_with("/library/" + ref)) {
+      std::string pin = source["pin"].get<std::string>();
+      return is_oci_digest(pin) ? pin : std::string();
+    }
+  }
+  return {};
 }
 
 std::unique_ptr<BuildOutput> BuildkitEngine::read_output() const {
@@ -541,7 +570,12 @@ bool registry_facing(std::string_view spec) {
   return true;
 }
 
-tl::expected<void, std::string> BuildkitEngine::withdraw_image(const BuildRequest& request) const {
+tl::expected<void, std::string>
+BuildkitEngine::withdraw_image(const BuildRequest& request, const std::string& identity,
+                               const std::string& stable_tag) const {
+  (void)identity;   // the layout is this records folder's alone: nothing else names it
+  (void)stable_tag; // nothing local carries a stable name
+
   std::error_code error;
   std::filesystem::remove(request.metadata, error);
   if (error) {

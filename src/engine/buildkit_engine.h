@@ -106,14 +106,25 @@ public:
   std::string stage_image_place(const NamedContext& context) const override {
     return context.metadata.string();
   }
+  /// The digest its metadata file names.
+  std::string stage_image_identity(const NamedContext& context) const override;
   ImageConfigRead stage_image_config(const NamedContext& context) const override;
-  tl::expected<ImageLayout, std::string>
-  stage_image_layout(const NamedContext& context,
-                     const std::filesystem::path& scratch) const override;
-  std::string stage_image_source(const NamedContext& context) const override;
+  /// From the stage's OCI layout, by digest.
+  tl::expected<std::vector<LayoutImage>, std::string>
+  stage_images(const NamedContext& context) const override;
+  /// The manifest and its blobs taken from the stage's layout: the gated bytes, unchanged.
+  tl::expected<Descriptor, std::string> export_image(const NamedContext& context,
+                                                     LayoutWriter& layout,
+                                                     const std::string& name) const override;
+  /// The pin BuildKit's build info records for the source (its metadata file's
+  /// `containerimage.buildinfo` sources).
+  std::string external_image_digest(const std::string& ref,
+                                    const NamedContext& built_by) const override;
   std::unique_ptr<BuildOutput> read_output() const override;
   /// The metadata file goes: a later stage is handed an image only through the digest it names.
-  tl::expected<void, std::string> withdraw_image(const BuildRequest& request) const override;
+  tl::expected<void, std::string> withdraw_image(const BuildRequest& request,
+                                                 const std::string& identity,
+                                                 const std::string& stable_tag) const override;
   std::string built_image(const BuildRequest& request,
                           const BuildProgress& progress) const override;
   std::string explain_failure(const Tail& evidence) const override;
@@ -122,11 +133,9 @@ public:
   std::vector<std::string> command(std::initializer_list<std::string> args) const;
 
 private:
-  /// Whether the layout of a stage handed over through the registry holds its gated copy.
-  /// The layout a stage's image is read from: its own, or for a gated image handed on
-  /// through the registry, the copy built before the push.
+  /// The layout a stage's image is read from and its digest: its own layout, which a stage
+  /// handed over through the registry does not have.
   tl::expected<ImageLayout, std::string> stage_layout(const NamedContext& context) const;
-  static bool has_local_copy(const NamedContext& context);
 
   BuildkitAddress m_address;
 };

@@ -11,6 +11,7 @@
 
 #include "chain/chain.h"
 #include "engine/image_config.h"
+#include "engine/oci_writer.h"
 #include "util/process.h"
 
 namespace kiln {
@@ -24,10 +25,14 @@ constexpr size_t k_failure_tail_lines = 60;
 /// A stage's image seen by a later stage under the stage's name (`FROM base`).
 struct NamedContext {
   std::string name;
-  std::string image;              // its tag in the engine's image store (buildah)
-  std::filesystem::path layout;   // its OCI layout folder (BuildKit without a registry)
+  std::string image;              // its work tag in the engine's image store (buildah)
+  std::filesystem::path layout;   // its OCI layout folder (BuildKit)
   std::filesystem::path metadata; // the metadata file of its last build: names its digest
-  std::string pushed;             // its reference in the chain's registry, when pushed
+  std::string pushed;             // its repository in the chain's registry, when pushed
+  /// The image itself, once known: buildah's image id, BuildKit's manifest digest. Set by the
+  /// run for a stage it built or looked up, and then every use names it, never a tag another
+  /// run could move.
+  std::string identity = {};
 };
 
 /// Everything one engine invocation needs; the engine decides how to spell it.
@@ -173,25 +178,49 @@ public:
   /// Where has_stage_image() looks, for a message that says what is missing.
   virtual std::string stage_image_place(const NamedContext& context) const = 0;
 
-  /// The config of the image a stage left where a later stage is handed it (`context`): the Env
-  /// the publish gate grades, the labels and platform the index's gates read.
+  /// The identity of the image an earlier run left as `context` (buildah's image id under the
+  /// stage's work tag, BuildKit's digest in the metadata file); "" when there is none.
+  virtual std::string stage_image_identity(const NamedContext& context) const = 0;
+
+  /// The config of the image `context` names (by its identity when set): the Env the publish
+  /// gate grades, the labels and platform the index's gates read.
   virtual ImageConfigRead stage_image_config(const NamedContext& context) const = 0;
 
-  /// An OCI layout holding the image a stage left (`context`), to read its layers; `scratch`
-  /// is a path that does not exist yet, where the engine may export the image (its parent
-  /// made), and which the caller removes.
-  virtual tl::expected<ImageLayout, std::string>
-  stage_image_layout(const NamedContext& context, const std::filesystem::path& scratch) const = 0;
+  /// The image `context` names, each platform with its layers where the engine keeps them
+  /// (buildah's store, BuildKit's layout), read in place: what the layer gates scan.
+  virtual tl::expected<std::vector<LayoutImage>, std::string>
+  stage_images(const NamedContext& context) const = 0;
 
-  /// Where `buildah manifest add` reads the image a stage left (`context`), as a transport
-  /// reference: what an index is assembled from.
-  virtual std::string stage_image_source(const NamedContext& context) const = 0;
+  /// The image `context` names (by identity) put into `layout` under `name`, as it is pushed:
+  /// its descriptor. Its config is the gated image's; a digest that moved on the way is an error.
+  virtual tl::expected<Descriptor, std::string> export_image(const NamedContext& context,
+                                                             LayoutWriter& layout,
+                                                             const std::string& name) const = 0;
+
+  /// Point `tag` at the image `identity` names, once every gate and smoke stage that guards it
+  /// passed: the stable name of buildah's store. An engine with nothing local to name does
+  /// nothing.
+  virtual tl::expected<void, std::string> move_tag(const std::string& identity,
+                                                   const std::string& tag) const {
+    (void)identity;
+    (void)tag;
+    return {};
+  }
 
   /// The Env of an image a Dockerfile names that is no stage of the chain (`FROM debian:12`);
   /// nullopt when this engine cannot see it before the build does (it resolves inside a daemon).
   virtual std::optional<ImageEnv> external_image_env(const std::string& ref) const {
     (void)ref;
     return std::nullopt;
+  }
+
+  /// The digest of an image from outside the chain (`FROM debian:12`) as the build of
+  /// `built_by` resolved it, for a provenance; "" when the engine does not say.
+  virtual std::string external_image_digest(const std::string& ref,
+                                            const NamedContext& built_by) const {
+    (void)ref;
+    (void)built_by;
+    return {};
   }
 
   /// A reader for one build's output.
@@ -204,9 +233,13 @@ public:
     return progress.image_id;
   }
 
-  /// Take back the image a build of `request` left where a later stage is handed it (a stage
-  /// that built but then failed a floor must not pass its image on). Ok when nothing is there.
-  virtual tl::expected<void, std::string> withdraw_image(const BuildRequest& request) const = 0;
+  /// Take back the image a build of `request` left where a later stage or run is handed it (a
+  /// stage that built but was refused must not pass its image on), `identity` being that image:
+  /// its work name, and a stable name (`stable_tag`) that names the same image. Ok when nothing
+  /// is there.
+  virtual tl::expected<void, std::string> withdraw_image(const BuildRequest& request,
+                                                         const std::string& identity,
+                                                         const std::string& stable_tag) const = 0;
 
   /// A precise sentence for a failure the engine itself explains (an option this builder does
   /// not know), empty when it has nothing to add to the evidence.

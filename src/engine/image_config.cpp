@@ -55,10 +55,33 @@ ImageConfig config_of(const json& doc) {
   config.os = string_at(doc, "os");
   config.architecture = string_at(doc, "architecture");
   config.variant = string_at(doc, "variant");
+  auto strings = [](const json& list, std::vector<std::string>& out) {
+    if (list.is_array()) {
+      for (const auto& entry : list) {
+        if (entry.is_string()) {
+          out.push_back(entry);
+        }
+      }
+    }
+  };
+  if (doc.contains("history") && doc["history"].is_array()) {
+    for (const auto& entry : doc["history"]) {
+      config.history.push_back(entry.is_object() ? string_at(entry, "created_by") : "");
+    }
+  }
+  if (doc.contains("rootfs") && doc["rootfs"].is_object() && doc["rootfs"].contains("diff_ids")) {
+    strings(doc["rootfs"]["diff_ids"], config.diff_ids);
+  }
   if (!doc.contains("config") || !doc["config"].is_object()) {
     return config;
   }
   const json& inner = doc["config"];
+  if (inner.contains("Cmd")) {
+    strings(inner["Cmd"], config.cmd);
+  }
+  if (inner.contains("Entrypoint")) {
+    strings(inner["Entrypoint"], config.entrypoint);
+  }
   if (inner.contains("Env") && inner["Env"].is_array()) {
     for (const auto& entry : inner["Env"]) {
       if (entry.is_string()) {
@@ -172,17 +195,6 @@ std::vector<IndexEntry> index_entries(std::string_view index_json) {
   return entries;
 }
 
-std::string manifest_added_digest(std::string_view output) {
-  std::string digest;
-  for (const auto& line : split(output, '\n')) {
-    size_t at = line.rfind(": sha256:");
-    if (at != std::string::npos && is_oci_digest(trim(line.substr(at + 2)))) {
-      digest = std::string(trim(line.substr(at + 2)));
-    }
-  }
-  return digest;
-}
-
 tl::expected<std::vector<LayoutImage>, std::string>
 layout_images(const std::filesystem::path& layout, const std::string& digest) {
   std::vector<LayoutImage> images;
@@ -274,20 +286,8 @@ image_configs_from_layout(const std::filesystem::path& layout) {
   });
 }
 
-tl::expected<ImageLayout, std::string> export_buildah_image(const std::string& image,
-                                                            const std::filesystem::path& dir) {
-  std::error_code ignored; // a folder that cannot be made fails the push, which says why
-  std::filesystem::create_directories(dir.parent_path(), ignored);
-  CapturedRun push = run_captured({"buildah", "push", "--quiet", image, "oci:" + dir.string()});
-  if (!push.exit.ok()) {
-    return tl::unexpected(
-        fmt::format("cannot export image {} with buildah push: {}", image, push.failure()));
-  }
-  return ImageLayout{dir, {}};
-}
-
 ImageConfigRead image_config_from_buildah(const std::string& image) {
-  CapturedRun inspect = run_captured({"buildah", "inspect", "--type", "image", image});
+  CapturedRun inspect = run_captured({"buildah", "inspect", "--type", "image", "--", image});
   if (!inspect.exit.ok()) {
     return tl::unexpected(
         fmt::format("cannot inspect image {} with buildah: {}", image, inspect.failure()));

@@ -26,6 +26,11 @@ struct ImageConfig {
   std::vector<std::string> env; // `NAME=value` entries
   std::map<std::string, std::string> labels;
   std::string os, architecture, variant;
+  std::vector<std::string> cmd, entrypoint;
+  /// Each history entry's `created_by`: the instruction that made it, build args of a RUN
+  /// spelled out (`RUN |1 TOKEN=... /bin/sh -c ...`).
+  std::vector<std::string> history;
+  std::vector<std::string> diff_ids; // rootfs.diff_ids: the layers' uncompressed digests
 
   /// `os/arch[/variant]`, as a lane names it.
   std::string platform() const;
@@ -65,6 +70,9 @@ struct LayerBlob {
   std::filesystem::path path;
   std::string digest;
   std::string media_type;
+  /// Set for a layer of buildah's store, read in place: `path` is then its tar-split file and
+  /// this the folder holding its files (walk_store_layer).
+  std::filesystem::path content_dir = {};
 };
 
 /// An image of an OCI layout: its config and its layers, bottom first.
@@ -88,21 +96,12 @@ struct IndexEntry {
 /// entries without a digest or platform are left out, and anything but an index gives none.
 std::vector<IndexEntry> index_entries(std::string_view index_json);
 
-/// The digest `buildah manifest add` says it added: its output ends `<list id>: <digest>`;
-/// "" when no line has that shape.
-std::string manifest_added_digest(std::string_view output);
-
 /// Where an image's layers can be read: an OCI layout, and the digest of the image's entry in
 /// its index.json ("" for every image it holds).
 struct ImageLayout {
   std::filesystem::path path;
   std::string digest;
 };
-
-/// An image in buildah's store written as an OCI layout into `dir` (`buildah push oci:`), for
-/// reading its layers: buildah keeps them where only it can read them.
-tl::expected<ImageLayout, std::string> export_buildah_image(const std::string& image,
-                                                            const std::filesystem::path& dir);
 
 /// The config of an image in buildah's store (`buildah inspect --type image`).
 ImageConfigRead image_config_from_buildah(const std::string& image);

@@ -19,6 +19,9 @@ namespace kiln {
 
 namespace {
 
+/// The manifest schema this report is written for (driver/records.h's k_manifest_schema).
+constexpr int k_report_schema = 8;
+
 using Json = nlohmann::json;
 
 // One geometry for both charts, so a stage's boundary in the resource chart sits under its bar.
@@ -595,16 +598,17 @@ void header(std::string& out, const Json& m) {
     }
     out += "</ul>\n";
   }
-  if (auto schema = number_field(m, "schema"); !schema || *schema != 6) {
+  if (auto schema = number_field(m, "schema"); !schema || *schema != k_report_schema) {
     fmt::format_to(std::back_inserter(out),
-                   "<p class=\"note\">This manifest has schema {}; this report reads schema 6 "
+                   "<p class=\"note\">This manifest has schema {}; this report reads schema {} "
                    "and leaves out what it does not find.</p>\n",
-                   schema ? esc(scalar_text(field(m, "schema"))) : "none");
+                   schema ? esc(scalar_text(field(m, "schema"))) : "none", k_report_schema);
   }
   out += "</header>\n";
 }
 
-/// The attempt whose numbers describe the stage's build: its last build attempt.
+/// The attempt whose numbers describe the stage's build: its last build attempt (a schema 7
+/// manifest also holds the pushes of a gated image, purpose `publish`).
 const Json* last_build(const Json& stage) {
   const Json* found = nullptr;
   for (const Json& attempt : array_field(stage, "attempts")) {
@@ -787,22 +791,25 @@ void gates_table(std::string& out, const Json& m, const Timeline& t) {
       ++rows;
     }
   }
-  const Json& index = field(m, "index");
-  for (const Json& g : array_field(index, "gates")) {
-    gate_row(out, "index " + text_field(index, "ref"), g);
-    ++rows;
+  const Json& published = array_field(m, "publish");
+  for (const Json& target : published) {
+    for (const Json& g : array_field(target, "gates")) {
+      gate_row(out, "publish " + text_field(target, "ref"), g);
+      ++rows;
+    }
   }
   if (rows == 0) {
     out += "<tr><td colspan=\"5\">No gate graded an image in this run.</td></tr>\n";
   }
   out += "</tbody></table>\n";
-  if (index.is_object()) {
-    fmt::format_to(
-        std::back_inserter(out), "<p class=\"index\">Index <code>{}</code>: {} {}{}</p>\n",
-        esc(text_field(index, "ref")), esc(text_field(index, "status")),
-        esc(text_field(index, "digest")),
-        text_field(index, "failure").empty() ? ""
-                                             : " — " + esc(clipped(text_field(index, "failure"))));
+  for (const Json& target : published) {
+    fmt::format_to(std::back_inserter(out),
+                   "<p class=\"publish\">Published <code>{}</code>: {} {}{}</p>\n",
+                   esc(text_field(target, "ref")), esc(text_field(target, "status")),
+                   esc(text_field(target, "digest")),
+                   text_field(target, "failure").empty()
+                       ? ""
+                       : " — " + esc(clipped(text_field(target, "failure"))));
   }
   out += "</section>\n";
 }

@@ -8,6 +8,7 @@
 
 #include "engine/image_config.h"
 #include "gates/residue.h"
+#include "gates/sbom.h"
 
 namespace kiln {
 
@@ -17,6 +18,20 @@ struct ScanOptions {
   std::vector<ResidueAllow> allow;
   /// Absolute paths that must exist in the image as built (symlinks followed).
   std::vector<std::string> artifacts;
+  /// Judge every ELF file against the platform of the image's config (the arch gate), with
+  /// these exceptions (a glob and the chain's reason, as residue's).
+  bool arch = false;
+  std::vector<ResidueAllow> arch_allow;
+  /// Read the package databases the image's files hold, for its SBOM.
+  bool sbom = false;
+};
+
+/// An ELF file in an image that is not built for the image's platform.
+struct ForeignBinary {
+  std::string path;        // absolute in the image
+  std::string description; // `elf_description` of it
+  std::size_t layer = 0;   // the layer that added it, 1-based from the bottom
+  std::string allowed;     // the arch_allow reason, when an entry matched
 };
 
 /// What the pass found in one image (one platform).
@@ -25,6 +40,14 @@ struct ImageScan {
   std::size_t layers = 0;
   std::vector<ResidueFinding> residue; // allowed ones too, each with its reason
   std::vector<std::string> missing;    // artifacts the image does not have
+  /// With `arch`: the ELF files of the final tree not built for `platform` (allowed ones too),
+  /// and whether kiln knows what that platform's ELF files look like.
+  std::vector<ForeignBinary> foreign;
+  bool arch_judged = false;
+  std::size_t elf_files = 0; // ELF files looked at
+  /// With `sbom`: the packages the final tree's databases list, and its os-release.
+  std::vector<Package> packages;
+  OsRelease os;
   /// How many findings refuse the image: residue that no allow-list entry covers.
   std::size_t refused() const;
 };

@@ -8,11 +8,17 @@
 #include <optional>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <zlib.h>
 #include <zstd.h>
 
 #include "util/diagnostic.h"
+#include "util/strings.h"
 
 namespace kiln {
 
@@ -119,6 +125,20 @@ public:
   virtual ~Decoder() = default;
   /// Up to `cap` bytes; 0 only at the end of a complete stream.
   virtual std::size_t read(char* out, std::size_t cap) = 0;
+  /// Pass over `n` bytes of the stream; false when it ends first. A stream that can seek
+  /// (a store layer's files) passes over them unread.
+  virtual bool skip(std::uint64_t n) {
+    std::array<char, 64 << 10> scratch;
+    while (n > 0) {
+      std::size_t got = read(scratch.data(),
+                             static_cast<std::size_t>(std::min<std::uint64_t>(n, scratch.size())));
+      if (got == 0) {
+        return false;
+      }
+      n -= got;
+    }
+    return true;
+  }
 };
 
 class PlainDecoder : public Decoder {
@@ -222,6 +242,213 @@ private:
   bool m_frame_open = false;
 };
 
+/// A layer as containers/storage keeps it (buildah's store): no tar, but its tar-split, the
+/// JSON lines that hold every byte of the tar except the files' content (type 2: raw bytes,
+/// base64; type 1: a file of `size` bytes by `name`), and a folder holding that content. The
+/// tar it makes is the layer's tar byte for byte; a file's bytes are read only when asked, so a
+/// scan that reads a few candidates never opens the rest.
+class StoreDecoder : public Decoder {
+public:
+  StoreDecoder(Decoder& lines, const std::filesystem::path& content_dir)
+      : m_lines(lines), m_root(::open(content_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    if (m_root < 0) {
+      throw LayerError{fmt::format("cannot open its content {}: {}", content_dir.string(),
+                                   std::strerror(errno))};
+    }
+  }
+  ~StoreDecoder() override {
+    close_file();
+    ::close(m_root);
+  }
+  StoreDecoder(const StoreDecoder&) = delete;
+  StoreDecoder& operator=(const StoreDecoder&) = delete;
+
+  std::size_t read(char* out, std::size_t cap) override {
+    while (true) {
+      if (m_raw_pos < m_raw.size()) {
+        std::size_t n = std::min(cap, m_raw.size() - m_raw_pos);
+        std::copy_n(m_raw.data() + m_raw_pos, n, out);
+        m_raw_pos += n;
+        return n;
+      }
+      if (m_file_left > 0) {
+        return read_file(out, cap);
+      }
+      if (!next_entry()) {
+        return 0;
+      }
+    }
+  }
+
+  bool skip(std::uint64_t n) override {
+    while (n > 0) {
+      if (m_raw_pos < m_raw.size()) {
+        std::size_t step =
+            static_cast<std::size_t>(std::min<std::uint64_t>(n, m_raw.size() - m_raw_pos));
+        m_raw_pos += step;
+        n -= step;
+      } else if (m_file_left > 0) {
+        std::uint64_t step = std::min(n, m_file_left);
+        m_file_offset += step; // read later at its offset, or never
+        m_file_left -= step;
+        n -= step;
+        if (m_file_left == 0) {
+          close_file();
+        }
+      } else if (!next_entry()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+private:
+  /// At most a page of a file per read: a scan asks a file for its first bytes (an ELF header)
+  /// far more often than for all of it.
+  static constexpr std::size_t k_file_read = 4096;
+
+  std::size_t read_file(char* out, std::size_t cap) {
+    if (m_fd < 0) {
+      open_file();
+    }
+    std::size_t want = static_cast<std::size_t>(
+        std::min<std::uint64_t>({static_cast<std::uint64_t>(cap), m_file_left, k_file_read}));
+    ssize_t got = ::pread(m_fd, out, want, static_cast<off_t>(m_file_offset));
+    if (got < 0) {
+      throw LayerError{
+          fmt::format("cannot read {} in the store: {}", printable(m_name), std::strerror(errno))};
+    }
+    if (got == 0) {
+      throw LayerError{fmt::format("{} in the store is shorter than its layer says: the store "
+                                   "changed under the scan",
+                                   printable(m_name))};
+    }
+    m_file_offset += static_cast<std::uint64_t>(got);
+    m_file_left -= static_cast<std::uint64_t>(got);
+    if (m_file_left == 0) {
+      close_file();
+    }
+    return static_cast<std::size_t>(got);
+  }
+
+  /// The entry's file under the content folder, never through a symlink: a crafted layer's
+  /// `etc -> /` must not make the scan read the host.
+  void open_file() {
+    int dir = ::dup(m_root);
+    std::vector<std::string> parts = split(m_name, '/');
+    std::erase_if(parts, [](const std::string& part) { return part.empty() || part == "."; });
+    for (size_t i = 0; i < parts.size() && dir >= 0; ++i) {
+      if (parts[i] == "..") {
+        ::close(dir);
+        throw LayerError{fmt::format("an entry path leaving the layer: {}", printable(m_name))};
+      }
+      bool last = i + 1 == parts.size();
+      int next = ::openat(dir, parts[i].c_str(),
+                          O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? 0 : O_DIRECTORY));
+      int saved = errno;
+      ::close(dir);
+      dir = next;
+      errno = saved;
+    }
+    if (dir < 0 || parts.empty()) {
+      throw LayerError{fmt::format("cannot open {} in the store: {}", printable(m_name),
+                                   parts.empty() ? "no name" : std::strerror(errno))};
+    }
+    m_fd = dir;
+  }
+
+  void close_file() {
+    if (m_fd >= 0) {
+      ::close(m_fd);
+      m_fd = -1;
+    }
+  }
+
+  /// The next tar-split line taken in; false at its end.
+  bool next_entry() {
+    std::string line;
+    if (!next_line(line)) {
+      return false;
+    }
+    auto entry = nlohmann::json::parse(line, nullptr, false);
+    if (!entry.is_object() || !entry.contains("type") || !entry["type"].is_number_integer()) {
+      throw LayerError{
+          "a tar-split line that is not an entry: not a store layer, or a corrupt one"};
+    }
+    int type = entry["type"].get<int>();
+    auto text = [&](const char* key) {
+      return entry.contains(key) && entry[key].is_string() ? entry[key].get<std::string>()
+                                                           : std::string();
+    };
+    m_raw.clear();
+    m_raw_pos = 0;
+    if (type == 2) {
+      auto bytes = base64_decode(text("payload"));
+      if (!bytes) {
+        throw LayerError{"a tar-split segment that is not base64"};
+      }
+      m_raw = std::move(*bytes);
+      return true;
+    }
+    if (type != 1) {
+      throw LayerError{fmt::format("a tar-split entry of unknown type {}", type)};
+    }
+    // A name that is not UTF-8 is kept as its bytes, base64, in name_raw.
+    m_name = text("name");
+    if (auto raw = base64_decode(text("name_raw")); raw && !raw->empty()) {
+      m_name = std::move(*raw);
+    }
+    std::uint64_t size = 0;
+    if (entry.contains("size")) {
+      if (!entry["size"].is_number_unsigned()) {
+        throw LayerError{"a tar-split entry whose size is not a count"};
+      }
+      size = entry["size"].get<std::uint64_t>();
+    }
+    close_file();
+    m_file_left = size;
+    m_file_offset = 0;
+    return true;
+  }
+
+  bool next_line(std::string& line) {
+    while (true) {
+      if (size_t end = m_text.find('\n', m_text_pos); end != std::string::npos) {
+        line.assign(m_text, m_text_pos, end - m_text_pos);
+        m_text_pos = end + 1;
+        if (!line.empty()) {
+          return true;
+        }
+        continue;
+      }
+      m_text.erase(0, m_text_pos);
+      m_text_pos = 0;
+      if (m_text.size() > k_tar_record_limit * 2) {
+        throw LayerError{"a tar-split line over its limit: not a store layer"};
+      }
+      std::array<char, 64 << 10> chunk;
+      std::size_t got = m_lines.read(chunk.data(), chunk.size());
+      if (got == 0) {
+        line = std::move(m_text);
+        m_text.clear();
+        return !line.empty();
+      }
+      m_text.append(chunk.data(), got);
+    }
+  }
+
+  Decoder& m_lines;
+  int m_root;
+  std::string m_text; // tar-split text read and not yet taken
+  std::size_t m_text_pos = 0;
+  std::string m_raw; // the current segment's bytes
+  std::size_t m_raw_pos = 0;
+  std::string m_name; // the current file's
+  std::uint64_t m_file_left = 0;
+  std::uint64_t m_file_offset = 0;
+  int m_fd = -1;
+};
+
 /// The decoded tar, read exactly or skipped.
 class TarInput {
 public:
@@ -233,13 +460,10 @@ public:
   void read(char* out, std::size_t n) { read_exact(out, n, false); }
 
   void skip(std::uint64_t n) {
-    while (n > 0) {
-      if (m_pos == m_end && !refill()) {
-        throw LayerError{"the tar ends inside an entry: a truncated layer"};
-      }
-      std::size_t step = static_cast<std::size_t>(std::min<std::uint64_t>(n, m_end - m_pos));
-      m_pos += step;
-      n -= step;
+    std::size_t buffered = static_cast<std::size_t>(std::min<std::uint64_t>(n, m_end - m_pos));
+    m_pos += buffered;
+    if (n > buffered && !m_decoder.skip(n - buffered)) {
+      throw LayerError{"the tar ends inside an entry: a truncated layer"};
     }
   }
 
@@ -525,6 +749,27 @@ tl::expected<void, std::string> walk(RawInput& raw, std::string_view name,
 }
 
 } // namespace
+
+tl::expected<void, std::string> walk_store_layer(const std::filesystem::path& tar_split,
+                                                 const std::filesystem::path& content_dir,
+                                                 const LayerVisitor& visit) {
+  try {
+    FileInput input(tar_split);
+    Compressed compressed(input);
+    std::unique_ptr<Decoder> lines;
+    if (compressed.starts_with(k_gzip_magic)) {
+      lines = std::make_unique<GzipDecoder>(compressed);
+    } else {
+      lines = std::make_unique<PlainDecoder>(compressed);
+    }
+    StoreDecoder decoder(*lines, content_dir);
+    TarInput tar(decoder);
+    walk_tar(tar, visit);
+  } catch (const LayerError& error) {
+    return tl::unexpected(fmt::format("store layer {}: {}", tar_split.string(), error.message));
+  }
+  return {};
+}
 
 tl::expected<void, std::string> walk_layer(const std::filesystem::path& blob,
                                            const LayerVisitor& visit) {

@@ -43,6 +43,14 @@ constexpr std::uint64_t k_tar_record_limit = 1 << 20;
 tl::expected<void, std::string> walk_layer(const std::filesystem::path& blob,
                                            const LayerVisitor& visit);
 
+/// walk_layer over a layer in containers/storage (buildah's store): its tar-split file
+/// (`<driver>-layers/<id>.tar-split.gz`) and the folder holding its files (overlay's
+/// `overlay/<id>/diff`, vfs's `vfs/dir/<id>`). The entries are the layer tar's, in its order;
+/// a file's content is read from the folder only when the visitor asks for it.
+tl::expected<void, std::string> walk_store_layer(const std::filesystem::path& tar_split,
+                                                 const std::filesystem::path& content_dir,
+                                                 const LayerVisitor& visit);
+
 /// walk_layer over bytes already in memory (a fuzz target's input, a test's composed layer).
 tl::expected<void, std::string> walk_layer_bytes(std::string_view bytes, std::string_view name,
                                                  const LayerVisitor& visit);

@@ -19,6 +19,7 @@
 
 #include "kiln_harness.h"
 #include "local_registry.h"
+#include "util/sha256.h"
 
 namespace kiln::testing {
 namespace {
@@ -139,31 +140,56 @@ TEST(BuildkitRun, DemoChainHandsEachStageOverByOciLayoutDigest) {
       has_word(fake.builds().back(), "context:final=oci-layout://final@" + digest["final"]));
 }
 
-TEST(BuildkitRun, WithARegistryStagesArePushedAndBoundByDigest) {
+/// Every stage handed over through the registry goes by digest, no tag moving; the final stage
+/// (gated) is built to its OCI layout only, and what reaches the registry under its tag is
+/// that layout's image, the very digest its gates read, even with --no-cache: never a rebuild.
+TEST(BuildkitRun, WithARegistryEveryStageGoesByDigestAndTheGatedImageIsWhatIsPushed) {
   ChainDir dir;
+  LocalRegistry registry(dir.path() / "registry");
+  ASSERT_TRUE(registry.ready());
   dir.copy_demo_for_replay();
   std::string chain = dir.read("chain.toml");
-  chain.replace(chain.find("[chain]\n"), 8, "[chain]\nregistry = \"reg.example:5000/team\"\n");
+  chain.replace(chain.find("[chain]\n"), 8,
+                "[chain]\nregistry = \"" + registry.host() + "/team\"\nfinal = \"final\"\n");
+  chain.insert(chain.find("require_smoke"), "tls_verify = false\n");
   dir.write("chain.toml", chain);
   FakeBuildkit fake(dir);
-  KilnResult run = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, nullptr, fake.env());
+  KilnResult run =
+      dir.kiln({"run", "--engine", "buildkit", "--no-cache", "chain.toml"}, nullptr, fake.env());
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  json stages = dir.latest_manifest()["stages"];
+  json manifest = dir.latest_manifest();
+  json stages = manifest["stages"];
   std::string base_digest = stages[0]["image_id"];
   ASSERT_TRUE(base_digest.starts_with("sha256:"));
   auto builds = fake.builds();
-  // The final stage (the last one) is built to its OCI layout, graded, and only then pushed.
-  ASSERT_EQ(builds.size(), 6u);
-  EXPECT_TRUE(mentions(builds[4], "type=oci"));
-  EXPECT_FALSE(mentions(builds[4], "push=true"));
-  EXPECT_TRUE(mentions(builds[5], "push=true"));
-  EXPECT_TRUE(has_word(builds[0], "type=image,name=reg.example:5000/team/hello-base:latest,"
-                                  "push=true"));
+  ASSERT_EQ(builds.size(), 5u) << "one build per stage: nothing is built again to push it";
+  EXPECT_TRUE(has_word(builds[0], "type=image,name=" + registry.host() +
+                                      "/team/hello-base,push=true,push-by-digest=true"));
   EXPECT_FALSE(mentions(builds[0], "type=oci"));
-  EXPECT_TRUE(has_word(builds[1], "context:base=docker-image://reg.example:5000/team/"
-                                  "hello-base:latest@" +
-                                      base_digest));
+  EXPECT_TRUE(has_word(builds[1], "context:base=docker-image://" + registry.host() +
+                                      "/team/hello-base@" + base_digest));
   EXPECT_FALSE(mentions(builds[1], "--oci-layout"));
+  EXPECT_TRUE(mentions(builds[3], "type=oci"));
+  EXPECT_FALSE(mentions(builds[3], "push=true"));
+  for (const auto& build : builds) {
+    EXPECT_TRUE(has_word(build, "--no-cache")) << build.dump();
+  }
+
+  // The registry's tag of the final image names an index whose image is the gated one.
+  const json& published = manifest["publish"][0];
+  EXPECT_EQ(published["ref"], registry.host() + "/team/hello-final:latest");
+  EXPECT_EQ(published["status"], "published") << published.dump(2);
+  EXPECT_EQ(published["done"], json({"push", "read-back", "tag"}));
+  std::string gated =
+      json::parse(dir.read("records/oci/final.metadata.json"))["containerimage.digest"];
+  EXPECT_EQ(stages[3]["image_id"], gated);
+  std::string served = registry.manifest("team/hello-final", "latest");
+  ASSERT_FALSE(served.empty()) << "the registry serves no hello-final:latest";
+  json index = json::parse(served);
+  ASSERT_EQ(index["manifests"].size(), 2u) << index.dump(2); // the image and its attestations
+  EXPECT_EQ(index["manifests"][0]["digest"], gated);
+  EXPECT_EQ(index["manifests"][1]["annotations"]["vnd.docker.reference.digest"], gated);
+  EXPECT_EQ(published["lanes"][0]["digest"], gated);
 }
 
 TEST(BuildkitRun, LocalTierMakesTheSecondRunACachedRebuild) {
@@ -602,12 +628,12 @@ TEST(BuildkitCacheSnapshot, AStageWithoutASnapshotExportIsRefused) {
 /// `registry` (a plain-HTTP one on loopback).
 struct TwoLaneChain {
   TwoLaneChain(const ChainDir& dir, const LocalRegistry& registry)
-      : dir(dir), fake(dir), amd64("unix://" + (dir.path() / "amd64.sock").string()),
-        arm64("tcp://127.0.0.1:1235"), index(registry.host() + "/demo/app:1.0") {
+      : dir(dir), registry(registry), fake(dir),
+        amd64("unix://" + (dir.path() / "amd64.sock").string()), arm64("tcp://127.0.0.1:1235"),
+        index(registry.host() + "/demo/app:1.0") {
     dir.copy_demo_for_replay();
     std::string chain = dir.read("chain.toml");
-    chain.insert(chain.find("[defaults]"),
-                 "[publish]\nindex = \"" + index + "\"\ntls_verify = false\n\n");
+    chain.insert(chain.find("require_smoke"), "index = \"" + index + "\"\ntls_verify = false\n");
     chain.insert(chain.find("records = "), "final = \"final\"\n");
     chain.insert(chain.find("[[stage]]"),
                  "[[lane]]\nname = \"amd64\"\nplatform = \"linux/amd64\"\nhost = \"" + amd64 +
@@ -616,56 +642,48 @@ struct TwoLaneChain {
     dir.write("chain.toml", chain);
   }
 
-  /// Its own buildah store: the index's lists and the test's read-back touch no one else's.
-  Env env() const { return fake.env({{"CONTAINERS_STORAGE_CONF", dir.private_buildah_store()}}); }
-
   KilnResult run() const {
-    return dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, nullptr, env());
+    return dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, nullptr, fake.env());
   }
 
-  /// What the registry serves under the index's reference, read with buildah alone: each
-  /// entry's platform and digest, or nothing when it has no such index.
+  /// What the registry serves under the index's reference, read with its own API: each
+  /// platform image's digest by its platform; nothing when it has no such index.
   std::map<std::string, std::string> served() const {
-    auto buildah = [&](std::vector<std::string> argv) {
-      argv.insert(argv.begin(), "buildah");
-      ProcessSpec spec{argv};
-      spec.env = {{"CONTAINERS_STORAGE_CONF", dir.private_buildah_store()}};
-      std::string output;
-      bool ok = run_process(spec, [&](std::string_view chunk) { output.append(chunk); }).ok();
-      return std::pair(ok, output);
-    };
-    std::string list = "readback-" + dir.nonce();
-    auto [found, why] =
-        buildah({"manifest", "create", "--all", "--tls-verify=false", list, "docker://" + index});
     std::map<std::string, std::string> entries;
-    if (!found) {
-      std::cerr << "read-back of " << index << ": " << why << "\n";
+    std::string text = registry.manifest("demo/app", "1.0");
+    if (text.empty()) {
       return entries;
     }
-    auto [inspected, text] = buildah({"manifest", "inspect", list});
-    buildah({"manifest", "rm", list});
-    EXPECT_TRUE(inspected) << text;
-    json doc = json::parse(text);
-    for (const auto& entry : doc["manifests"]) {
-      entries[entry["platform"]["os"].get<std::string>() + "/" +
-              entry["platform"]["architecture"].get<std::string>()] = entry["digest"];
+    json index = json::parse(text);
+    for (const auto& entry : index["manifests"]) {
+      std::string platform = entry["platform"]["os"].get<std::string>() + "/" +
+                             entry["platform"]["architecture"].get<std::string>();
+      if (platform != "unknown/unknown") {
+        entries[platform] = entry["digest"];
+      }
     }
     return entries;
   }
 
-  /// The run stamp on the image a lane's final stage left in its OCI layout.
-  std::string stamp(const std::string& lane) const {
-    std::string root = "records/oci/" + lane + "/final/";
-    auto blob = [&](const json& descriptor) {
-      return json::parse(
-          dir.read(root + "blobs/sha256/" + descriptor["digest"].get<std::string>().substr(7)));
-    };
-    json manifest = blob(json::parse(dir.read(root + "index.json"))["manifests"][0]);
-    json config = blob(manifest["config"]);
-    return config["config"]["Labels"].value("dev.kiln.run-id", "");
+  /// The in-toto statement of `predicate_type` the attestation manifest `attestation` holds.
+  json statement(const std::string& attestation, const std::string& predicate_type) const {
+    json manifest = json::parse(registry.manifest("demo/app", attestation));
+    for (const auto& layer : manifest["layers"]) {
+      if (layer["annotations"]["in-toto.io/predicate-type"] == predicate_type) {
+        return json::parse(registry.blob("demo/app", layer["digest"]));
+      }
+    }
+    return json();
+  }
+
+  /// The digest the metadata of `stage`'s last build in `lane` names: its image as gated.
+  std::string gated(const std::string& lane, const std::string& stage) const {
+    return json::parse(
+        dir.read("records/oci/" + lane + "/" + stage + ".metadata.json"))["containerimage.digest"];
   }
 
   const ChainDir& dir;
+  const LocalRegistry& registry;
   FakeBuildkit fake;
   std::string amd64, arm64, index;
 };
@@ -713,31 +731,29 @@ TEST(BuildkitRun, TwoLanesBuildOnTheirOwnDaemonsAndAFailedLaneLeavesTheOtherToFi
         << build.dump();
   }
 
-  // The index is blocked: arm64 has no final image, so the gates after completeness, the push
-  // and its read-back did not run, and the registry holds nothing under the reference.
-  const json& index = manifest["index"];
+  // The publish is blocked: arm64 has no final image, so the gates after completeness and the
+  // push and what follows it did not run, and the registry holds nothing under the reference.
+  const json& index = manifest["publish"][0];
   EXPECT_EQ(index["ref"], lanes.index);
   EXPECT_EQ(index["status"], "blocked");
   ASSERT_EQ(index["lanes"].size(), 2u);
   EXPECT_EQ(index["lanes"][0]["lane"], "amd64");
   EXPECT_EQ(index["lanes"][0]["image"], "built-this-run");
   EXPECT_EQ(index["lanes"][1]["image"], "missing");
-  EXPECT_NE(index["lanes"][1]["detail"].get<std::string>().find(
-                "arm64/final ended skipped:arm64/toolchain"),
-            std::string::npos)
-      << index.dump(2);
+  EXPECT_EQ(index["lanes"][1]["detail"], "arm64/final ended skipped:arm64/toolchain");
   EXPECT_EQ(index["gates"][0]["gate"], "completeness");
   EXPECT_EQ(index["gates"][0]["verdict"], "refused");
-  EXPECT_EQ(index["gates_not_run"], json({"coherence", "freshness", "push", "read-back"}));
-  EXPECT_NE(run.output.find("index " + lanes.index + ": not pushed"), std::string::npos)
+  EXPECT_EQ(index["gates_not_run"],
+            json({"smoke", "coherence", "push", "read-back", "sign", "tag"}));
+  EXPECT_NE(run.output.find("publish " + lanes.index + ": blocked"), std::string::npos)
       << run.output;
   EXPECT_TRUE(lanes.served().empty());
 }
 
-/// Both lanes green: one index naming both platforms, pushed to a real registry and read back;
-/// a later run whose arm64 final stage fails finds that lane's image stale (the first run's)
-/// and pushes nothing over the good index.
-TEST(BuildkitRun, BothLanesGreenPushOneIndexOfBothPlatformsAndALaterFailedLaneIsStale) {
+/// Both lanes green: one index naming both platforms, each with its attestation manifest of
+/// SLSA provenance and an SPDX SBOM about that very image, pushed to a real registry, read
+/// back and verified; a later run whose arm64 final stage fails pushes nothing over it.
+TEST(BuildkitRun, BothLanesGreenPublishOneAttestedIndexAndALaterFailedLaneLeavesIt) {
   ChainDir dir;
   LocalRegistry registry(dir.path() / "registry");
   ASSERT_TRUE(registry.ready());
@@ -747,67 +763,114 @@ TEST(BuildkitRun, BothLanesGreenPushOneIndexOfBothPlatformsAndALaterFailedLaneIs
   ASSERT_EQ(first.exit_code, 0) << first.output;
 
   json manifest = dir.latest_manifest();
-  const std::string first_run = manifest["run_id"];
-  const json& index = manifest["index"];
-  EXPECT_EQ(index["status"], "pushed") << index.dump(2);
-  EXPECT_NE(first.output.find("kiln: index " + lanes.index + ": pushed " +
-                              index["digest"].get<std::string>() +
+  const json& index = manifest["publish"][0];
+  EXPECT_EQ(index["status"], "published") << index.dump(2);
+  std::string digest = index["digest"];
+  EXPECT_NE(first.output.find("kiln: publish " + lanes.index + ": published " + digest +
                               "; amd64 built-this-run, arm64 built-this-run"),
             std::string::npos)
       << first.output;
-  EXPECT_TRUE(index["digest"].get<std::string>().starts_with("sha256:"));
   ASSERT_EQ(index["gates"].size(), 3u);
   for (const auto& gate : index["gates"]) {
     EXPECT_EQ(gate["verdict"], "pass") << gate.dump();
   }
-  // What the registry serves, read back here with buildah alone: one entry per platform, each
-  // the image its lane built, stamped with this run.
+  // The tag names the index pushed, byte for byte.
+  EXPECT_EQ(sha256_digest(registry.manifest("demo/app", "1.0")), digest);
+  // One entry per platform, each the image its lane built and its gates read.
   std::map<std::string, std::string> served = lanes.served();
-  ASSERT_EQ(served.size(), 2u);
+  ASSERT_EQ(served.size(), 2u) << registry.manifest("demo/app", "1.0");
+  EXPECT_NE(served["linux/amd64"], served["linux/arm64"]);
   for (const auto& lane : index["lanes"]) {
+    std::string name = lane["lane"];
     std::string platform = lane["platform"];
     EXPECT_EQ(lane["image"], "built-this-run");
     EXPECT_EQ(served[platform], lane["digest"]) << platform;
-    json metadata = json::parse(
-        dir.read("records/oci/" + lane["lane"].get<std::string>() + "/final.metadata.json"));
-    EXPECT_EQ(served[platform], metadata["containerimage.digest"]) << platform;
-    EXPECT_EQ(lanes.stamp(lane["lane"]), first_run);
+    EXPECT_EQ(served[platform], lanes.gated(name, "final")) << platform;
+    EXPECT_EQ(lane["identity"], lanes.gated(name, "final"));
+
+    // Its provenance: about that digest, naming every stage it is built on by its digest.
+    json provenance = lanes.statement(lane["attestation"], "https://slsa.dev/provenance/v1");
+    ASSERT_TRUE(provenance.is_object()) << lane.dump();
+    EXPECT_EQ(provenance["_type"], "https://in-toto.io/Statement/v1");
+    EXPECT_EQ(provenance["subject"][0]["digest"]["sha256"],
+              served[platform].substr(std::string("sha256:").size()));
+    const json& definition = provenance["predicate"]["buildDefinition"];
+    EXPECT_EQ(definition["externalParameters"]["platform"], platform);
+    EXPECT_EQ(definition["externalParameters"]["lane"], name);
+    std::map<std::string, std::string> dependencies;
+    for (const auto& dependency : definition["resolvedDependencies"]) {
+      if (dependency.contains("digest")) {
+        dependencies[dependency["name"]] =
+            "sha256:" + dependency["digest"]["sha256"].get<std::string>();
+      }
+    }
+    for (const char* parent : {"base", "toolchain", "libs"}) {
+      EXPECT_EQ(dependencies["stage " + name + "/" + parent], lanes.gated(name, parent))
+          << parent << "\n"
+          << provenance.dump(2);
+    }
+    EXPECT_TRUE(dependencies.count("Dockerfile of " + name + "/final")) << provenance.dump(2);
+    EXPECT_EQ(provenance["predicate"]["runDetails"]["metadata"]["invocationId"],
+              manifest["run_id"]);
+
+    // Its SBOM: SPDX 2.3, about that digest (the fake's images hold no layers: no packages).
+    json sbom = lanes.statement(lane["attestation"], "https://spdx.dev/Document");
+    ASSERT_TRUE(sbom.is_object()) << lane.dump();
+    EXPECT_EQ(sbom["subject"][0]["digest"]["sha256"],
+              served[platform].substr(std::string("sha256:").size()));
+    EXPECT_EQ(sbom["predicate"]["spdxVersion"], "SPDX-2.3");
   }
-  EXPECT_NE(served["linux/amd64"], served["linux/arm64"]);
-  // Only the published stage is stamped with the run: a stamp on every image would change
-  // every id each run. Every image carries its chain, stage and lane.
-  for (const auto& build : lanes.fake.builds()) {
-    bool is_final = mentions(build, "final.Dockerfile");
-    EXPECT_EQ(mentions(build, "label:dev.kiln.run-id=" + first_run), is_final) << build.dump();
-    EXPECT_TRUE(mentions(build, "label:dev.kiln.lane=")) << build.dump();
+
+  // `kiln attest verify` reads it all back: every platform has both.
+  KilnResult verified =
+      dir.kiln({"attest", "verify", lanes.index, "--tls-verify=false"}, nullptr, lanes.fake.env());
+  EXPECT_EQ(verified.exit_code, 0) << verified.output;
+  EXPECT_NE(verified.output.find("2 platform image(s), each with its provenance and SBOM"),
+            std::string::npos)
+      << verified.output;
+  // An index that lost one attestation manifest on the way: refused, naming the platform.
+  json tampered = json::parse(registry.manifest("demo/app", "1.0"));
+  auto& entries = tampered["manifests"];
+  for (auto entry = entries.begin(); entry != entries.end(); ++entry) {
+    if ((*entry)["annotations"]["vnd.docker.reference.digest"] == served["linux/arm64"]) {
+      entries.erase(entry);
+      break;
+    }
   }
+  ASSERT_TRUE(registry.put_manifest("demo/app", "tampered", tampered.dump(),
+                                    "application/vnd.oci.image.index.v1+json"));
+  KilnResult refused =
+      dir.kiln({"attest", "verify", registry.host() + "/demo/app:tampered", "--tls-verify=false"},
+               nullptr, lanes.fake.env());
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_NE(refused.output.find("kiln: refused: linux/arm64 " + served["linux/arm64"] +
+                                ": no attestation manifest refers to it"),
+            std::string::npos)
+      << refused.output;
 
   KilnResult second = lanes.run();
   EXPECT_EQ(second.exit_code, 1) << second.output;
   json later = dir.latest_manifest();
   EXPECT_EQ(later["status"], "failed:arm64/final");
-  const json& blocked = later["index"];
+  const json& blocked = later["publish"][0];
   EXPECT_EQ(blocked["status"], "blocked");
   EXPECT_EQ(blocked["lanes"][0]["image"], "built-this-run");
-  EXPECT_EQ(blocked["lanes"][1]["image"], "stale");
-  EXPECT_EQ(blocked["lanes"][1]["run_id"], first_run);
-  EXPECT_EQ(blocked["gates"][1]["gate"], "coherence");
-  EXPECT_EQ(blocked["gates"][1]["verdict"], "refused");
-  EXPECT_EQ(blocked["gates_not_run"], json({"freshness", "push", "read-back"}));
-  // The summary's last word on it names each lane's image.
-  EXPECT_NE(second.output.find("kiln: index " + lanes.index +
-                               ": blocked; amd64 built-this-run, arm64 stale (run " + first_run +
-                               "); not run: freshness, push, read-back"),
+  // The first run's image is still in arm64's layout folder; this run's publish never takes it.
+  EXPECT_EQ(blocked["lanes"][1]["image"], "missing");
+  EXPECT_NE(second.output.find("kiln: publish " + lanes.index +
+                               ": blocked; amd64 built-this-run, arm64 missing; not run: smoke, "
+                               "coherence, push, read-back, sign, tag"),
             std::string::npos)
       << second.output;
   // The registry still serves the first run's good index.
   EXPECT_EQ(lanes.served(), served);
+  EXPECT_EQ(sha256_digest(registry.manifest("demo/app", "1.0")), digest);
 }
 
 /// Both lanes green, but no registry answers where the index goes: a refused connection is not
-/// a flake, so the push fails at once, and the run says `failed:index` with the command and its
-/// words, every stage built.
-TEST(BuildkitRun, AnIndexWhoseRegistryRefusesTheConnectionFailsTheRunAsIndex) {
+/// a flake, so the push fails at once, and the run says `failed:publish` with the command and
+/// its words, every stage built.
+TEST(BuildkitRun, AnIndexWhoseRegistryRefusesTheConnectionFailsTheRunAsPublish) {
   ChainDir dir;
   LocalRegistry registry(dir.path() / "registry");
   ASSERT_TRUE(registry.ready());
@@ -819,24 +882,25 @@ TEST(BuildkitRun, AnIndexWhoseRegistryRefusesTheConnectionFailsTheRunAsIndex) {
   EXPECT_EQ(run.exit_code, 1) << run.output;
 
   json manifest = dir.latest_manifest();
-  EXPECT_EQ(manifest["status"], "failed:index");
+  EXPECT_EQ(manifest["status"], "failed:publish");
   for (const auto& [stage, outcome] : stage_outcomes(manifest)) {
     EXPECT_EQ(outcome, "built") << stage;
   }
-  const json& index = manifest["index"];
+  const json& index = manifest["publish"][0];
   EXPECT_EQ(index["status"], "failed");
-  EXPECT_NE(index["failure"].get<std::string>().find("buildah manifest push"), std::string::npos)
+  EXPECT_NE(index["failure"].get<std::string>().find("skopeo copy"), std::string::npos)
       << index.dump(2);
   EXPECT_NE(index["failure"].get<std::string>().find("connection refused"), std::string::npos)
       << index.dump(2);
-  std::string log = dir.read("records/latest/index.log");
-  EXPECT_NE(log.find("[kiln] index push attempt 1/3"), std::string::npos) << log;
-  EXPECT_EQ(log.find("[kiln] index push attempt 2/3"), std::string::npos) << log;
+  EXPECT_EQ(index["gates_not_run"], json({"push", "read-back", "sign", "tag"}));
+  std::string log = dir.read("records/latest/publish.log");
+  EXPECT_NE(log.find("[kiln] publish attempt 1/3"), std::string::npos) << log;
+  EXPECT_EQ(log.find("[kiln] publish attempt 2/3"), std::string::npos) << log;
 }
 
 /// A lane whose final image built but whose smoke stage failed has not shipped a tested image:
-/// the index is blocked, naming the stage.
-TEST(BuildkitRun, ALaneWhoseSmokeStageFailedBlocksTheIndex) {
+/// the publish is blocked, naming the stage, and nothing reaches the registry.
+TEST(BuildkitRun, ALaneWhoseSmokeStageFailedBlocksThePublish) {
   ChainDir dir;
   LocalRegistry registry(dir.path() / "registry");
   ASSERT_TRUE(registry.ready());
@@ -846,50 +910,51 @@ TEST(BuildkitRun, ALaneWhoseSmokeStageFailedBlocksTheIndex) {
   EXPECT_EQ(run.exit_code, 1) << run.output;
   json manifest = dir.latest_manifest();
   EXPECT_EQ(manifest["status"], "failed:arm64/smoke");
-  const json& index = manifest["index"];
+  const json& index = manifest["publish"][0];
   EXPECT_EQ(index["status"], "blocked");
   EXPECT_EQ(index["lanes"][1]["image"], "built-this-run"); // the image is there, untested
   EXPECT_EQ(index["gates"][0]["findings"], json({"lane arm64: arm64/smoke ended failed"}));
   EXPECT_TRUE(lanes.served().empty());
+  EXPECT_TRUE(registry.manifest("demo/app", "1.0").empty());
 }
 
-/// With stages handed over through a registry, the final stage is still built to its layout
-/// before its gated push: the index is judged and assembled from that copy.
+/// With stages handed over through a registry (by digest), the final stage is still built to
+/// its layout: the index is judged and assembled from that gated copy.
 TEST(BuildkitRun, WithARegistryHandoffTheIndexIsAssembledFromTheGatedLayouts) {
   ChainDir dir;
   LocalRegistry registry(dir.path() / "registry");
   ASSERT_TRUE(registry.ready());
   TwoLaneChain lanes(dir, registry);
   std::string chain = dir.read("chain.toml");
-  // The fake pushes nothing; the address is only what the stages' references name.
-  chain.insert(chain.find("records = "), "registry = \"127.0.0.1:9/handoff\"\n");
+  chain.insert(chain.find("records = "), "registry = \"" + registry.host() + "/handoff\"\n");
   dir.write("chain.toml", chain);
   KilnResult run = lanes.run();
   ASSERT_EQ(run.exit_code, 0) << run.output;
   json manifest = dir.latest_manifest();
-  EXPECT_EQ(manifest["index"]["status"], "pushed") << manifest["index"].dump(2);
+  EXPECT_EQ(manifest["publish"].size(), 1u) << "the index alone is published";
+  EXPECT_EQ(manifest["publish"][0]["status"], "published") << manifest["publish"].dump(2);
   std::map<std::string, std::string> served = lanes.served();
   EXPECT_EQ(served.size(), 2u);
-  EXPECT_EQ(served["linux/arm64"], manifest["index"]["lanes"][1]["digest"]);
+  EXPECT_EQ(served["linux/arm64"], lanes.gated("arm64", "final"));
 }
 
-/// The index needs buildah whatever the engine: without it the run is refused before anything
+/// Publishing needs skopeo whatever the engine: without it the run is refused before anything
 /// builds, not after.
-TEST(BuildkitRun, AnIndexWithoutBuildahIsRefusedBeforeAnythingBuilds) {
+TEST(BuildkitRun, APublishWithoutSkopeoIsRefusedBeforeAnythingBuilds) {
   ChainDir dir;
   LocalRegistry registry(dir.path() / "registry");
   ASSERT_TRUE(registry.ready());
   TwoLaneChain lanes(dir, registry);
-  Env env = lanes.env();
+  Env env = lanes.fake.env();
   for (auto& [name, value] : env) {
     if (name == "PATH") {
-      value = KILN_FAKE_BUILDCTL_DIR; // buildctl, and no buildah
+      value = KILN_FAKE_BUILDCTL_DIR; // buildctl, and no skopeo
     }
   }
   KilnResult run = dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, nullptr, env);
   EXPECT_EQ(run.exit_code, 2) << run.output;
-  EXPECT_NE(run.output.find("[publish] index is assembled and pushed with `buildah manifest`, and "
-                            "buildah is not usable"),
+  EXPECT_NE(run.output.find("the chain publishes ([publish] index), which kiln pushes with "
+                            "skopeo, and skopeo is not usable"),
             std::string::npos)
       << run.output;
   EXPECT_TRUE(lanes.fake.builds().empty());

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "kiln_harness.h"
+#include "util/sha256.h"
 
 namespace kiln::testing {
 namespace {
@@ -85,32 +86,41 @@ TEST(Cli, DryRunPrintsTheExactEngineCommandsWithOnlyDeclaredPins) {
       "buildah build --isolation chroot --layers --force-rm --file " + d + "/stages/";
   // kiln-cc stands beside the kiln under test, so every stage is offered the kiln-tools context.
   std::string tools = "--build-context kiln-tools=" + d + "/records/tools ";
-  // Every image is labelled with where it comes from and the pins it was built with.
+  // Every image is labelled with where it comes from and the pins it was built with, each
+  // label set (empty when it has none) so none is inherited from a parent.
   auto labels = [](const std::string& stage, const std::string& pins = "") {
-    return "--label dev.kiln.chain=hello --label dev.kiln.stage=" + stage + " " +
-           (pins.empty() ? "" : "--label dev.kiln.pins=" + pins + " ");
+    return "--label dev.kiln.chain=hello --label dev.kiln.stage=" + stage +
+           " --label dev.kiln.lane= --label dev.kiln.pins=" + pins + " ";
   };
+  // Each stage is built under its work name: its tag with the records folder's key.
+  const std::string k = ":latest-kiln-" + sha256_digest(d + "/records").substr(7, 8);
   EXPECT_EQ(result.output,
-            "# [1/5] base\n" + common + "base.Dockerfile --tag localhost/hello-base:latest " +
+            "# [1/5] base\n" + common + "base.Dockerfile --tag localhost/hello-base" + k + " " +
                 tools + "--build-arg BASE_RELEASE=2026.12 " +
-                labels("base", "BASE_RELEASE=2026.12") + d + "\n# [2/5] toolchain\n" + common +
-                "toolchain.Dockerfile --tag localhost/hello-toolchain:latest --build-context "
-                "base=container-image://localhost/hello-base:latest " +
-                tools + "--build-arg TOOLCHAIN_VERSION=1.4.0 " +
-                labels("toolchain", "TOOLCHAIN_VERSION=1.4.0") + d + "\n# [3/5] libs\n" + common +
-                "libs.Dockerfile --tag localhost/hello-libs:latest --build-context "
-                "toolchain=container-image://localhost/hello-toolchain:latest " +
-                tools + "--build-arg LIBGREET_VERSION=2.1.3 --build-arg LIB_FLAGS=-O2 " +
+                labels("base", "BASE_RELEASE=2026.12") + "-- " + d + "\n# [2/5] toolchain\n" +
+                common + "toolchain.Dockerfile --tag localhost/hello-toolchain" + k +
+                " --build-context "
+                "base=container-image://localhost/hello-base" +
+                k + " " + tools + "--build-arg TOOLCHAIN_VERSION=1.4.0 " +
+                labels("toolchain", "TOOLCHAIN_VERSION=1.4.0") + "-- " + d + "\n# [3/5] libs\n" +
+                common + "libs.Dockerfile --tag localhost/hello-libs" + k +
+                " --build-context "
+                "toolchain=container-image://localhost/hello-toolchain" +
+                k + " " + tools + "--build-arg LIBGREET_VERSION=2.1.3 --build-arg LIB_FLAGS=-O2 " +
                 labels("libs", "LIBGREET_VERSION=2.1.3") + "--secret id=kiln-budget,src=" + d +
-                "/records/budget/libs.env " + d + "\n# [4/5] final\n" + common +
-                "final.Dockerfile --tag localhost/hello-final:latest --build-context "
-                "base=container-image://localhost/hello-base:latest --build-context "
-                "libs=container-image://localhost/hello-libs:latest " +
-                tools + labels("final") + d + "\n# [5/5] smoke\n" + common +
+                "/records/budget/libs.env " + "-- " + d + "\n# [4/5] final\n" + common +
+                "final.Dockerfile --tag localhost/hello-final" + k +
+                " --build-context "
+                "base=container-image://localhost/hello-base" +
+                k +
+                " --build-context "
+                "libs=container-image://localhost/hello-libs" +
+                k + " " + tools + labels("final") + "-- " + d + "\n# [5/5] smoke\n" + common +
                 // A smoke stage always runs its tests: never from the layer cache.
-                "smoke.Dockerfile --tag localhost/hello-smoke:latest --no-cache --build-context "
-                "final=container-image://localhost/hello-final:latest " +
-                tools + labels("smoke") + d + "\n");
+                "smoke.Dockerfile --tag localhost/hello-smoke" + k +
+                " --no-cache --build-context "
+                "final=container-image://localhost/hello-final" +
+                k + " " + tools + labels("smoke") + "-- " + d + "\n");
   EXPECT_EQ(result.output.find("DOCS_THEME"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "records")) << "a dry run records nothing";
 }
@@ -224,7 +234,7 @@ TEST(Cli, NeedThatIsNeitherBuiltNorInTheStoreStopsTheRunBeforeItStarts) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.output.find("stage 'work' needs 'base', which this run does not build, and "
                                "buildah has no image of it from an earlier run (localhost/t" +
-                               dir.nonce() + "-base:latest)"),
+                               dir.nonce() + "-base:latest-kiln-"),
             std::string::npos)
       << result.output;
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "records"));

@@ -35,8 +35,8 @@ public:
   void copy_unique_demo() const;
   /// The demo chain for builds that replay recorded output (tests/fake_buildctl): its smoke
   /// stage made a build stage (a recording prints no test summary, so the smoke gate would
-  /// refuse it) and its artifacts and layer ceilings dropped (the fake's images have no layers
-  /// to hold them, and a stage they gate is published only after a local build).
+  /// refuse it, and `[publish] require_smoke = false` says the chain has none) and its
+  /// artifacts and layer ceilings dropped (the fake's images have no layers to hold them).
   void copy_demo_for_replay() const;
 
   void write(const std::string& relative, const std::string& content) const;

@@ -61,8 +61,10 @@ TEST(RunHistory, AStageSlowedOnPurposeIsFlaggedAtTheEndOfTheRunAndInTheHistory) 
   ASSERT_EQ(doc["regressions"].size(), 1u) << doc.dump(2);
   EXPECT_EQ(doc["regressions"][0]["stage"], "libs");
   EXPECT_EQ(doc["regressions"][0]["run_id"], run_id);
-  EXPECT_GE(doc["regressions"][0]["seconds"].get<double>(),
-            doc["regressions"][0]["median_seconds"].get<double>() + 8);
+  // What the record says agrees with why it was flagged: more than the chain's 5 s over the
+  // median (how much more is the machine's to say, not this test's).
+  EXPECT_GT(doc["regressions"][0]["seconds"].get<double>(),
+            doc["regressions"][0]["median_seconds"].get<double>() + 5);
   ASSERT_EQ(doc["stages"].size(), 5u);
   for (const json& stage : doc["stages"]) {
     EXPECT_EQ(stage["regression"], stage["stage"] == "libs") << stage.dump();

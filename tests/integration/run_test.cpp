@@ -28,13 +28,13 @@ TEST(Run, DemoChainBuildsThenServesEveryStepFromTheLayerCache) {
     EXPECT_LT(stage["attempts"][0]["steps_cached"], stage["attempts"][0]["steps_run"])
         << stage["name"] << " was served from the cache on a cold run";
   }
-  // The final image passed the image-env and residue gates and holds its artifacts, as the
-  // libraries' image holds theirs; the smoke stage ran its self-test, whose summary met the
+  // The final image passed the image-env, residue and arch gates and holds its artifacts, as
+  // the libraries' image holds theirs; the smoke stage ran its self-test, whose summary met the
   // chain's floors.
   const json& final_stage = cold["stages"][3];
-  ASSERT_EQ(final_stage["gates"].size(), 3u) << final_stage;
+  ASSERT_EQ(final_stage["gates"].size(), 4u) << final_stage;
   int gate = 0;
-  for (const char* name : {"image-env", "residue", "artifacts"}) {
+  for (const char* name : {"image-env", "residue", "arch", "artifacts"}) {
     EXPECT_EQ(final_stage["gates"][gate]["gate"], name);
     EXPECT_EQ(final_stage["gates"][gate]["subject"], "image of stage final");
     EXPECT_EQ(final_stage["gates"][gate]["verdict"], "pass") << final_stage["gates"][gate];

@@ -4,6 +4,7 @@
 
 #include "engine/buildah_engine.h"
 #include "layer_tarball.h"
+#include "util/sha256.h"
 
 namespace kiln::testing {
 
@@ -62,12 +63,23 @@ std::vector<std::string> FakeEngine::build_argv(const BuildRequest& request) con
 
 bool FakeEngine::has_stage_image(const NamedContext& context) const {
   std::lock_guard lock(m_mutex);
-  return std::find(m_images.begin(), m_images.end(), context.image) != m_images.end();
+  return m_images.count(context.image) > 0;
+}
+
+std::string FakeEngine::stage_image_identity(const NamedContext& context) const {
+  std::lock_guard lock(m_mutex);
+  auto found = m_images.find(context.image);
+  return found == m_images.end() ? std::string() : found->second;
 }
 
 ImageConfigRead FakeEngine::stage_image_config(const NamedContext& context) const {
   std::lock_guard lock(m_mutex);
-  auto built = m_configs.find(context.image);
+  std::string id = context.identity;
+  if (id.empty()) {
+    auto found = m_images.find(context.image);
+    id = found == m_images.end() ? std::string() : found->second;
+  }
+  auto built = m_configs.find(id);
   ImageConfig config = built == m_configs.end() ? ImageConfig{} : built->second;
   if (auto env = m_env.find(context.name); env != m_env.end()) {
     config.env = env->second;
@@ -80,24 +92,39 @@ void FakeEngine::set_layers(const std::string& stage, std::vector<std::string> l
   m_layers[stage] = std::move(layers);
 }
 
-tl::expected<ImageLayout, std::string>
-FakeEngine::stage_image_layout(const NamedContext& context,
-                               const std::filesystem::path& scratch) const {
+tl::expected<std::vector<LayoutImage>, std::string>
+FakeEngine::stage_images(const NamedContext& context) const {
   std::lock_guard lock(m_mutex);
   auto layers = m_layers.find(context.name);
-  write_layout(scratch, {{"linux/amd64",
-                          layers == m_layers.end() ? std::vector<std::string>() : layers->second}});
-  return ImageLayout{scratch, {}};
+  std::filesystem::path dir =
+      m_scratch.path() / (context.identity.empty() ? context.image : context.identity);
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  write_layout(dir, {{"linux/amd64",
+                      layers == m_layers.end() ? std::vector<std::string>() : layers->second}});
+  return layout_images(dir);
+}
+
+tl::expected<Descriptor, std::string> FakeEngine::export_image(const NamedContext& context,
+                                                               LayoutWriter& layout,
+                                                               const std::string& name) const {
+  (void)layout;
+  (void)name;
+  return tl::unexpected("the fake engine publishes nothing: " + context.name);
 }
 
 std::unique_ptr<BuildOutput> FakeEngine::read_output() const {
   return BuildahEngine("chroot").read_output();
 }
 
-tl::expected<void, std::string> FakeEngine::withdraw_image(const BuildRequest& request) const {
+tl::expected<void, std::string> FakeEngine::withdraw_image(const BuildRequest& request,
+                                                           const std::string& identity,
+                                                           const std::string& stable_tag) const {
+  (void)identity;
+  (void)stable_tag;
   std::lock_guard lock(m_mutex);
   m_withdrawn.push_back(request.tag);
-  m_images.erase(std::remove(m_images.begin(), m_images.end(), request.tag), m_images.end());
+  m_images.erase(request.tag);
   return {};
 }
 
@@ -136,13 +163,15 @@ ProcessExit FakeEngine::build(const BuildRequest& request, const OutputSink& sin
   } ended{*this, request.stage};
   ProcessExit exit;
   const CancelToken& cancel = limits.cancel != nullptr ? *limits.cancel : interrupt_token();
+  // Each stage's image has an id of its own, as a real store gives it.
+  const std::string id = sha256_digest(request.stage + "\n" + request.tag).substr(7);
   for (const auto& line : build.lines) {
     if (cancel.cancelled()) {
       exit.interrupted = true;
       exit.term_signal = 2;
       return exit;
     }
-    sink(line + "\n");
+    sink((line == k_image_id ? id : line) + "\n");
   }
   if (build.during) {
     build.during();
@@ -166,8 +195,8 @@ ProcessExit FakeEngine::build(const BuildRequest& request, const OutputSink& sin
   }
   if (exit.ok()) {
     std::lock_guard lock(m_mutex);
-    m_images.push_back(request.tag);
-    ImageConfig& config = m_configs[request.tag];
+    m_images[request.tag] = id;
+    ImageConfig& config = m_configs[id];
     config.labels = {request.labels.begin(), request.labels.end()};
     std::string platform = request.platform.empty() ? "linux/amd64" : request.platform;
     config.os = platform.substr(0, platform.find('/'));

@@ -9,6 +9,7 @@
 
 #include "engine/engine.h"
 #include "fake_clock.h"
+#include "temp_dir.h"
 
 namespace kiln::testing {
 
@@ -62,17 +63,20 @@ public:
   std::string stage_image_place(const NamedContext& context) const override {
     return context.image;
   }
+  /// The id the last successful build under the context's tag printed.
+  std::string stage_image_identity(const NamedContext& context) const override;
   /// The Env set for the stage, and the labels and platform of the build that left the image.
   ImageConfigRead stage_image_config(const NamedContext& context) const override;
-  /// An OCI layout written into `scratch` from the stage's layers.
-  tl::expected<ImageLayout, std::string>
-  stage_image_layout(const NamedContext& context,
-                     const std::filesystem::path& scratch) const override;
-  std::string stage_image_source(const NamedContext& context) const override {
-    return "fake:" + context.image;
-  }
+  /// An OCI layout written into a folder of the engine's from the stage's layers.
+  tl::expected<std::vector<LayoutImage>, std::string>
+  stage_images(const NamedContext& context) const override;
+  tl::expected<Descriptor, std::string> export_image(const NamedContext& context,
+                                                     LayoutWriter& layout,
+                                                     const std::string& name) const override;
   std::unique_ptr<BuildOutput> read_output() const override;
-  tl::expected<void, std::string> withdraw_image(const BuildRequest& request) const override;
+  tl::expected<void, std::string> withdraw_image(const BuildRequest& request,
+                                                 const std::string& identity,
+                                                 const std::string& stable_tag) const override;
   ProcessExit build(const BuildRequest& request, const OutputSink& sink,
                     const BuildLimits& limits) const override;
 
@@ -84,8 +88,9 @@ private:
   std::map<std::string, std::vector<std::string>> m_layers; // by stage
   mutable std::vector<std::string> m_builds;
   mutable std::vector<std::string> m_withdrawn;
-  mutable std::vector<std::string> m_images;            // tags a successful build left
-  mutable std::map<std::string, ImageConfig> m_configs; // by tag: the last build's labels
+  mutable std::map<std::string, std::string> m_images;  // tag -> the id its last build left
+  mutable std::map<std::string, ImageConfig> m_configs; // by id: the build's labels
+  TempDir m_scratch;                                    // where stage_images writes layouts
   mutable std::vector<std::string> m_events;
   mutable int m_running = 0;
   mutable int m_most_at_once = 0;

@@ -103,6 +103,11 @@ Tarball& Tarball::symlink(std::string_view path, std::string_view target) {
   return *this;
 }
 
+Tarball& Tarball::hardlink(std::string_view path, std::string_view target) {
+  entry(path, '1', "", target);
+  return *this;
+}
+
 Tarball& Tarball::whiteout(std::string_view path) {
   std::size_t slash = path.rfind('/');
   std::string dir = slash == std::string_view::npos ? "" : std::string(path.substr(0, slash + 1));

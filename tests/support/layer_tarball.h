@@ -15,6 +15,7 @@ public:
   Tarball& file(std::string_view path, std::string_view content);
   Tarball& dir(std::string_view path);
   Tarball& symlink(std::string_view path, std::string_view target);
+  Tarball& hardlink(std::string_view path, std::string_view target); // to an earlier entry
   Tarball& whiteout(std::string_view path); // deletes `path` from the layers below
   Tarball& opaque(std::string_view dir);    // hides the content `dir` had below
 

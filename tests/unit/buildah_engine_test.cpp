@@ -153,8 +153,14 @@ TEST(BuildahEngine, ArgvSpellsEveryPartOfTheRequest) {
       "id=token,env=TOKEN",
       "--secret",
       "id=netrc,src=/home/u/.netrc",
+      "--",
       "/c"};
   EXPECT_EQ(engine.build_argv(request), expected);
+  // A stage handed over by the image this run built, not by a tag another run could move.
+  request.contexts[0].identity = "67a6db1cd903b38d5660dd0149a0e24d6d52fcf61f245939ae0a6b98f586dcd2";
+  EXPECT_EQ(engine.build_argv(request)[13], "toolchain=container-image://"
+                                            "67a6db1cd903b38d5660dd0149a0e24d6d52fcf61f245939ae0a"
+                                            "6b98f586dcd2");
 }
 
 } // namespace

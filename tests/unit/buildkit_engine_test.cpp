@@ -192,18 +192,19 @@ TEST(BuildkitEngine, RegistryHandoffPushesAndBindsDockerImageByDigest) {
       write_file_atomic(dir.path() / "oci/base.metadata.json", fixture("metadata-work.json")));
   BuildkitEngine engine({});
   BuildRequest request = minimal_request(dir.path());
-  request.pushed = "reg.example:5000/team/hello-work:latest";
+  request.pushed = "reg.example:5000/team/hello-work";
   request.contexts = {{"base", "localhost/hello-base:latest", dir.path() / "oci/base",
-                       dir.path() / "oci/base.metadata.json",
-                       "reg.example:5000/team/hello-base:latest"}};
+                       dir.path() / "oci/base.metadata.json", "reg.example:5000/team/hello-base"}};
   auto argv = engine.build_argv(request);
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "--oci-layout"), 0);
   EXPECT_NE(std::find(argv.begin(), argv.end(),
-                      "context:base=docker-image://reg.example:5000/team/hello-base:latest@sha256:"
+                      "context:base=docker-image://reg.example:5000/team/hello-base@sha256:"
                       "496b2655b00f977776f2ea5b58703904e6776d9e775185154bef6adea9c44c93"),
             argv.end());
+  // Pushed by digest: no tag in the registry moves before the publish transaction says.
   EXPECT_NE(std::find(argv.begin(), argv.end(),
-                      "type=image,name=reg.example:5000/team/hello-work:latest,push=true"),
+                      "type=image,name=reg.example:5000/team/hello-work,push=true,"
+                      "push-by-digest=true"),
             argv.end());
   EXPECT_TRUE(engine.has_stage_image(request.contexts[0]));
 }

@@ -714,17 +714,24 @@ TEST(LoadChain, PublishErrorsNameTheLineAndTheFix) {
   Diagnostics errors = load_errors("publish_errors");
   std::string file = chain_file("publish_errors");
   EXPECT_EQ(errors.size(), 3u) << describe(errors);
-  expect_diagnostic(errors, file, 6, 9, "index 'http://registry.example/app' is not a registry",
+  expect_diagnostic(errors, file, 7, 9, "index 'http://registry.example/app' is not a registry",
                     "host[:port]/repository[:tag]");
-  expect_diagnostic(errors, file, 12, 1,
+  expect_diagnostic(errors, file, 13, 1,
                     "lane 'arm64' has no platform, and its 'app' image is an entry of the index",
                     "platform = ");
-  expect_diagnostic(errors, file, 15, 1, "lanes 'amd64' and 'x86' both build platform linux/amd64",
+  expect_diagnostic(errors, file, 16, 1, "lanes 'amd64' and 'x86' both build platform linux/amd64",
                     "limit the lanes of 'app'");
+
+  // A published image that no smoke stage tests: named with its lane, at the index's line.
+  Diagnostics unguarded = load_errors("publish_unguarded");
+  ASSERT_EQ(unguarded.size(), 1u) << describe(unguarded);
+  expect_diagnostic(unguarded, chain_file("publish_unguarded"), 6, 9,
+                    "the chain publishes arm64/app ([publish] index), and no smoke stage needs it",
+                    "require_smoke = false");
 
   Diagnostics no_lanes = load_errors("publish_no_lanes");
   ASSERT_EQ(no_lanes.size(), 1u) << describe(no_lanes);
-  expect_diagnostic(no_lanes, chain_file("publish_no_lanes"), 5, 9,
+  expect_diagnostic(no_lanes, chain_file("publish_no_lanes"), 6, 9,
                     "an index is assembled from the lanes' final images, and the chain has no "
                     "[[lane]] tables",
                     "add a [[lane]] table");

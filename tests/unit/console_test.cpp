@@ -44,24 +44,28 @@ BuildProgress step(int k, int n, std::string instruction) {
   return progress;
 }
 
-TEST(Console, TheIndexLineSaysEachLanesImageAndWhatDidNotRun) {
-  IndexRecord index;
-  index.ref = "127.0.0.1:5000/demo/app:1.0";
-  index.status = "blocked";
-  index.lanes = {{"amd64", "amd64/final", "linux/amd64", "built-this-run", "r2", "", ""},
-                 {"arm64", "arm64/final", "linux/arm64", "stale", "r1", "", "built by run r1"},
-                 {"s390x", "s390x/final", "linux/s390x", "missing", "", "", "no build"}};
-  index.gates_not_run = {"freshness", "push", "read-back"};
-  EXPECT_EQ(index_line(index),
-            "kiln: index 127.0.0.1:5000/demo/app:1.0: blocked; amd64 built-this-run, arm64 stale "
-            "(run r1), s390x missing; not run: freshness, push, read-back");
-  index.status = "pushed";
-  index.digest = "sha256:abc";
-  index.gates_not_run.clear();
-  index.lanes.pop_back();
-  index.lanes[1].image = "built-this-run";
-  EXPECT_EQ(index_line(index), "kiln: index 127.0.0.1:5000/demo/app:1.0: pushed sha256:abc; "
-                               "amd64 built-this-run, arm64 built-this-run");
+TEST(Console, ThePublishLineSaysEachLanesImageAndWhatDidNotRun) {
+  PublishRecord published;
+  published.ref = "127.0.0.1:5000/demo/app:1.0";
+  published.status = "blocked";
+  IndexLaneRecord amd64;
+  amd64.lane = "amd64";
+  amd64.image = "built-this-run";
+  IndexLaneRecord s390x;
+  s390x.lane = "s390x";
+  s390x.image = "missing";
+  published.lanes = {amd64, s390x};
+  published.gates_not_run = {"smoke", "coherence", "push", "read-back", "sign", "tag"};
+  EXPECT_EQ(publish_line(published),
+            "kiln: publish 127.0.0.1:5000/demo/app:1.0: blocked; amd64 built-this-run, s390x "
+            "missing; not run: smoke, coherence, push, read-back, sign, tag");
+  published.status = "published";
+  published.digest = "sha256:abc";
+  published.gates_not_run.clear();
+  published.lanes.pop_back();
+  EXPECT_EQ(publish_line(published),
+            "kiln: publish 127.0.0.1:5000/demo/app:1.0: published sha256:abc; amd64 "
+            "built-this-run");
 }
 
 TEST(Console, PlainLinesArePrefixedWithTheirStageAndInstructionsClippedToOneLine) {

@@ -1,6 +1,9 @@
 // The layer reader and the residue and artifact scans over composed layers (composed: no
 // recording holds every shape of entry; tests/integration/residue_gate_test.cpp reads layers
 // buildah wrote).
+#include <fstream>
+#include <iterator>
+
 #include <gtest/gtest.h>
 
 #include "gates/layer_scan.h"
@@ -342,6 +345,113 @@ TEST(LayerScan, AFileInAFoldersPlaceHidesWhatTheFolderHeld) {
   auto scans = scan_layout(dir.path(), options);
   ASSERT_TRUE(scans) << scans.error();
   EXPECT_EQ(scans->front().missing, (std::vector<std::string>{"/opt/lib/libx.so"}));
+}
+
+TEST(LayerScan, AHardLinkAtACandidatesPathIsReadThroughItsTarget) {
+  // A tar writes the first path of an inode as the file and every later one as a link to it:
+  // the credentials under /root are the bytes of /a/x.
+  testing::TempDir dir;
+  std::string credentials = "https://bot:ghp_0123456789abcdef0123456789abcdef0123@github.com\n";
+  testing::write_layout(dir.path(), {{"linux/amd64",
+                                      {Tarball().file("bin/sh", "x").gzip(),
+                                       Tarball()
+                                           .file("a/x", credentials)
+                                           .hardlink("root/.git-credentials", "a/x")
+                                           .hardlink("tmp/harmless", "a/x")
+                                           .gzip()}}});
+  auto scans = scan_layout(dir.path(), {});
+  ASSERT_TRUE(scans) << scans.error();
+  const ImageScan& scan = scans->front();
+  ASSERT_EQ(scan.residue.size(), 1U);
+  EXPECT_EQ(scan.residue[0].path, "/root/.git-credentials");
+  EXPECT_EQ(scan.residue[0].added, 2U);
+  EXPECT_NE(scan.residue[0].detail.find("a hard link to /a/x"), std::string::npos)
+      << scan.residue[0].detail;
+  // Linked to nothing a layer holds: no bytes to judge, no finding.
+  testing::TempDir dangling;
+  testing::write_layout(
+      dangling.path(),
+      {{"linux/amd64", {Tarball().hardlink("root/.git-credentials", "gone").gzip()}}});
+  auto none = scan_layout(dangling.path(), {});
+  ASSERT_TRUE(none) << none.error();
+  EXPECT_TRUE(none->front().residue.empty());
+}
+
+std::string elf_head(const std::string& name) {
+  std::ifstream in(std::string(KILN_TEST_FIXTURES) + "/elf/" + name, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(LayerScan, TheArchGateSeesEveryElfOfTheFinalTreeAndNamesTheForeignOnes) {
+  testing::TempDir dir;
+  std::string amd64 = elf_head("x86_64-busybox.head");
+  std::string arm64 = elf_head("aarch64.head");
+  ASSERT_GE(arm64.size(), 20U);
+  testing::write_layout(
+      dir.path(), {{"linux/amd64",
+                    {Tarball()
+                         .file("bin/busybox", amd64)
+                         .file("opt/stray/tool", arm64)
+                         .file("opt/gone/tool", arm64)
+                         .file("opt/replaced/tool", arm64)
+                         .file("usr/lib/cross/libx.so", arm64)
+                         .file("etc/motd", "not an ELF file at all\n")
+                         .gzip(),
+                     Tarball().whiteout("opt/gone").file("opt/replaced/tool", amd64).gzip()}}});
+  ScanOptions options;
+  options.arch = true;
+  options.arch_allow = {{"/usr/lib/cross/*", "the cross toolchain's target libraries"}};
+  auto scans = scan_layout(dir.path(), options);
+  ASSERT_TRUE(scans) << scans.error();
+  const ImageScan& scan = scans->front();
+  EXPECT_TRUE(scan.arch_judged);
+  EXPECT_EQ(scan.elf_files, 6U);
+  ASSERT_EQ(scan.foreign.size(), 2U); // deleted and replaced ones are not in the final tree
+  EXPECT_EQ(scan.foreign[0].path, "/opt/stray/tool");
+  EXPECT_EQ(scan.foreign[0].description, "ELF 64-bit LSB ARM aarch64");
+  EXPECT_EQ(scan.foreign[0].layer, 1U);
+  EXPECT_TRUE(scan.foreign[0].allowed.empty());
+  EXPECT_EQ(scan.foreign[1].path, "/usr/lib/cross/libx.so");
+  EXPECT_EQ(scan.foreign[1].allowed, "the cross toolchain's target libraries");
+  // A platform kiln has no ELF picture of is said, never judged.
+  testing::TempDir plan9;
+  testing::write_layout(plan9.path(),
+                        {{"plan9/amd64", {Tarball().file("bin/tool", arm64).gzip()}}});
+  auto unknown = scan_layout(plan9.path(), options);
+  ASSERT_TRUE(unknown) << unknown.error();
+  EXPECT_FALSE(unknown->front().arch_judged);
+  EXPECT_TRUE(unknown->front().foreign.empty());
+}
+
+TEST(LayerScan, TheSbomReadsTheNewestDatabasesOfTheFinalTree) {
+  testing::TempDir dir;
+  std::string old_status = "Package: old\nStatus: install ok installed\nVersion: 1\n"
+                           "Architecture: amd64\n";
+  std::string status = "Package: bash\nStatus: install ok installed\nVersion: 5.2.15-2+b2\n"
+                       "Architecture: amd64\n\nPackage: gone\nStatus: deinstall ok "
+                       "config-files\nVersion: 1\nArchitecture: amd64\n";
+  testing::write_layout(dir.path(),
+                        {{"linux/amd64",
+                          {Tarball()
+                               .file("var/lib/dpkg/status", old_status)
+                               .file("usr/lib/os-release", "ID=debian\nVERSION_ID=12\n")
+                               .file("usr/lib/python3/dist-packages/six-1.16.0.dist-info/METADATA",
+                                     "Metadata-Version: 2.1\nName: six\nVersion: 1.16.0\n")
+                               .gzip(),
+                           Tarball()
+                               .file("var/lib/dpkg/status", status)
+                               .file("etc/os-release", "ID=ubuntu\nVERSION_ID=24.04\n")
+                               .whiteout("usr/lib/python3/dist-packages/six-1.16.0.dist-info")
+                               .gzip()}}});
+  ScanOptions options;
+  options.sbom = true;
+  auto scans = scan_layout(dir.path(), options);
+  ASSERT_TRUE(scans) << scans.error();
+  const ImageScan& scan = scans->front();
+  ASSERT_EQ(scan.packages.size(), 1U); // the newer status, installed only; six was uninstalled
+  EXPECT_EQ(scan.packages[0].name, "bash");
+  EXPECT_EQ(scan.packages[0].version, "5.2.15-2+b2");
+  EXPECT_EQ(scan.os.id, "ubuntu"); // /etc/os-release over /usr/lib/os-release
 }
 
 } // namespace

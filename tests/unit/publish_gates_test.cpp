@@ -86,8 +86,7 @@ ImageConfig image(const std::string& platform, const std::string& pins = "APP_VE
 PublishImage lane(const std::string& name, const std::string& platform, const std::string& outcome,
                   ImageConfigRead config) {
   bool built = outcome == "built" || outcome == "reused";
-  return {name, name + "/app", platform, outcome, built ? "sha256:" + name : "",
-          std::move(config)};
+  return {name, name + "/app", platform, outcome, built ? "sha256:" + name : "", std::move(config)};
 }
 
 std::vector<std::string> images_of(const PublishVerdict& verdict) {
@@ -118,9 +117,9 @@ TEST(JudgePublish, EveryLaneBuiltThisRunPassesAllThreeGates) {
 }
 
 TEST(JudgePublish, AFailedLaneBlocksAtCompletenessAndNamesWhatDidNotRun) {
-  PublishVerdict verdict = judge_publish(
-      k_ref, {lane("amd64", "linux/amd64", "built", image("linux/amd64")),
-              lane("arm64", "linux/arm64/v8", "failed", image("linux/arm64/v8"))});
+  PublishVerdict verdict =
+      judge_publish(k_ref, {lane("amd64", "linux/amd64", "built", image("linux/amd64")),
+                            lane("arm64", "linux/arm64/v8", "failed", image("linux/arm64/v8"))});
   EXPECT_FALSE(verdict.ok());
   EXPECT_FALSE(verdict.held);
   // An older run's image may be in its place: this run's publish never takes it.
@@ -131,8 +130,8 @@ TEST(JudgePublish, AFailedLaneBlocksAtCompletenessAndNamesWhatDidNotRun) {
   EXPECT_EQ(verdict.gates[0].findings,
             std::vector<std::string>{
                 "lane arm64: no image of arm64/app from this run: arm64/app ended failed"});
-  EXPECT_EQ(verdict.gates_not_run, (std::vector<std::string>{"smoke", "coherence", "push",
-                                                             "read-back", "sign", "tag"}));
+  EXPECT_EQ(verdict.gates_not_run,
+            (std::vector<std::string>{"smoke", "coherence", "push", "read-back", "sign", "tag"}));
 }
 
 TEST(JudgePublish, AStageOfALaneThatDidNotFinishBlocksAtCompleteness) {

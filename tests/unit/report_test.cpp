@@ -355,7 +355,7 @@ TEST(ReportRender, FieldsOfTheWrongTypeAreLeftOutNotThrown) {
   std::string html;
   ASSERT_NO_THROW(html = render_report(in));
   EXPECT_EQ(html_elements(html, "rect", "bar").size(), 3u);
-  EXPECT_NE(html.find("This manifest has schema none; this report reads schema 6"),
+  EXPECT_NE(html.find("This manifest has schema none; this report reads schema 8"),
             std::string::npos);
 }
 
