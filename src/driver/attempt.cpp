@@ -65,11 +65,16 @@ const std::vector<TransientClass>& builtin_transient_classes() {
        {},
        false},
       {"registry-network",
-       builtin_patterns({"i/o timeout", "TLS handshake timeout", "connection reset by peer",
-                         "unexpected EOF", R"(502 \(?Bad Gateway)", R"(503 \(?Service Unavailable)",
-                         R"(504 \(?Gateway Timeout)", R"(429 \(?Too Many Requests)",
-                         "StatusCode: 429,", "toomanyrequests", "net/http: request canceled",
-                         "http2: server sent GOAWAY"}),
+       builtin_patterns(
+           {"i/o timeout", "TLS handshake timeout", "connection reset by peer", "unexpected EOF",
+            // A registry that drops the connection mid-push, as skopeo and buildah
+            // say it (`writing blob: Patch "...": EOF`, or the write that found the
+            // connection gone): a rerun pushes fine.
+            R"(writing (blob|manifest): .*(: EOF\b|use of closed network )"
+            R"(connection|: broken pipe))",
+            R"(502 \(?Bad Gateway)", R"(503 \(?Service Unavailable)", R"(504 \(?Gateway Timeout)",
+            R"(429 \(?Too Many Requests)", "StatusCode: 429,", "toomanyrequests",
+            "net/http: request canceled", "http2: server sent GOAWAY"}),
        {},
        false},
       {"engine-session", builtin_patterns({"context deadline exceeded"}), {}, false},

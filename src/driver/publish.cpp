@@ -480,8 +480,9 @@ PublishRecord publish(const PublishJob& job, const PublishTarget& target, const 
     }
     FailureVerdict verdict =
         classify_failure(client.tail(), previous, attempt, attempts, job.classes);
-    job.note(fmt::format("publish {}: attempt {}/{} failed: {} ({})", target.ref, attempt, attempts,
-                         step.error(), verdict.reason));
+    job.note(fmt::format(
+        "publish {}: attempt {}/{} failed: {} ({}{})", target.ref, attempt, attempts, step.error(),
+        verdict.class_name.empty() ? "" : "class " + verdict.class_name + "; ", verdict.reason));
     if (verdict.verdict != Verdict::retry) {
       return fail("failed", step.error());
     }

@@ -145,7 +145,7 @@ TEST(ImageIdentity, ASecretBuildArgIsInNoRecordLogOrDryRunAndItsTraceInTheHistor
       dir.kiln({"run", "chain.toml", "--dry-run", "--build-arg", "GITHUB_TOKEN=" + token});
   ASSERT_EQ(dry.exit_code, 0) << dry.output;
   EXPECT_EQ(dry.output.find(token), std::string::npos) << dry.output;
-  EXPECT_NE(dry.output.find("GITHUB_TOKEN=<redacted: ghp_… (40 characters)>"), std::string::npos)
+  EXPECT_NE(dry.output.find("'GITHUB_TOKEN=<redacted: ghp_… (40 characters)>'"), std::string::npos)
       << dry.output;
 
   KilnResult run = dir.kiln({"run", "chain.toml", "--build-arg", "GITHUB_TOKEN=" + token});

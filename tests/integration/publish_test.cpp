@@ -1,10 +1,18 @@
 // What ships is what was checked, against real buildah and Debian's docker-registry: a chain of
 // two lanes (amd64, arm64) whose final images are built from files only, published as one
 // index with an attestation manifest per platform, signed with openssl by the chain's hooks.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -42,9 +50,10 @@ std::set<std::string> dpkg_query_installed(const std::filesystem::path& admin_di
 /// with a busybox of its own (the host's, which runs in either lane's build). The index goes
 /// to `registry`, signed and verified with an openssl key pair by `[publish] sign` / `verify`.
 struct PublishedChain {
-  PublishedChain(const ChainDir& dir, const LocalRegistry& registry)
+  /// `host`: where the chain pushes, the registry's own address unless a proxy stands before it.
+  PublishedChain(const ChainDir& dir, const LocalRegistry& registry, const std::string& host = "")
       : dir(dir), registry(registry), repository("pub" + dir.nonce() + "/app"),
-        index(registry.host() + "/" + repository + ":1.0") {
+        index((host.empty() ? registry.host() : host) + "/" + repository + ":1.0") {
     std::filesystem::copy_file("/bin/busybox", dir.path() / "tool-amd64");
     std::filesystem::copy_file(k_fixtures / "elf" / "aarch64.head", dir.path() / "tool-arm64");
     std::filesystem::copy_file("/var/lib/dpkg/status", dir.path() / "status");
@@ -228,6 +237,126 @@ TEST(Publish, TwoLanesArePublishedAsTheImagesTheirGatesReadWithProvenanceSbomAnd
               std::string::npos)
         << entry.path();
   }
+}
+
+/// A TCP relay to the registry that drops the connection carrying the first blob upload's
+/// PATCH, without an answer: what a registry behind a flaky balancer does mid-push.
+class DroppingProxy {
+public:
+  explicit DroppingProxy(int upstream) : m_upstream(upstream) {
+    m_listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address = loopback(0);
+    int on = 1;
+    ::setsockopt(m_listener, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    ::bind(m_listener, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    socklen_t size = sizeof address;
+    ::getsockname(m_listener, reinterpret_cast<sockaddr*>(&address), &size);
+    m_port = ntohs(address.sin_port);
+    ::listen(m_listener, 16);
+    m_accepting = std::thread([this] { accept_loop(); });
+  }
+  ~DroppingProxy() {
+    m_stop = true;
+    ::shutdown(m_listener, SHUT_RDWR);
+    ::close(m_listener);
+    m_accepting.join();
+    for (auto& relay : m_relays) {
+      relay.join();
+    }
+  }
+  DroppingProxy(const DroppingProxy&) = delete;
+  DroppingProxy& operator=(const DroppingProxy&) = delete;
+
+  std::string host() const { return "127.0.0.1:" + std::to_string(m_port); }
+  int dropped() const { return m_dropped; }
+
+private:
+  static sockaddr_in loopback(int port) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return address;
+  }
+
+  void accept_loop() {
+    while (!m_stop) {
+      int client = ::accept(m_listener, nullptr, nullptr);
+      if (client < 0) {
+        return;
+      }
+      m_relays.emplace_back([this, client] { relay(client); });
+    }
+  }
+
+  void relay(int client) {
+    int server = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address = loopback(m_upstream);
+    if (::connect(server, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+      ::close(client);
+      ::close(server);
+      return;
+    }
+    pollfd fds[2] = {{client, POLLIN, 0}, {server, POLLIN, 0}};
+    char buffer[65536];
+    while (::poll(fds, 2, 200) >= 0 && !m_stop) {
+      bool done = false;
+      for (int i = 0; i < 2 && !done; ++i) {
+        if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) {
+          continue;
+        }
+        ssize_t got = ::recv(fds[i].fd, buffer, sizeof buffer, 0);
+        if (got <= 0) {
+          done = true;
+          break;
+        }
+        if (i == 0 && m_dropped == 0 &&
+            std::string_view(buffer, static_cast<size_t>(got)).find("PATCH /v2/") !=
+                std::string_view::npos) {
+          ++m_dropped; // the request is read and never answered: the client sees EOF
+          done = true;
+          break;
+        }
+        ::send(fds[1 - i].fd, buffer, static_cast<size_t>(got), MSG_NOSIGNAL);
+      }
+      if (done) {
+        break;
+      }
+    }
+    ::close(client);
+    ::close(server);
+  }
+
+  int m_upstream;
+  int m_listener = -1;
+  int m_port = 0;
+  std::atomic<bool> m_stop{false};
+  std::atomic<int> m_dropped{0};
+  std::thread m_accepting;
+  std::vector<std::thread> m_relays;
+};
+
+TEST(Publish, AConnectionDroppedMidPushIsAFlakeRetriedAfterTheCooldown) {
+  ChainDir dir;
+  LocalRegistry registry(dir.path() / "registry");
+  ASSERT_TRUE(registry.ready());
+  DroppingProxy proxy(std::stoi(registry.host().substr(registry.host().find(':') + 1)));
+  PublishedChain chain(dir, registry, proxy.host());
+  KilnResult both = chain.run();
+  ASSERT_EQ(both.exit_code, 0) << both.output;
+  EXPECT_EQ(proxy.dropped(), 1);
+  json manifest = dir.latest_manifest();
+  const json& published = manifest["publish"][0];
+  EXPECT_EQ(published["status"], "published") << published.dump(2);
+  EXPECT_EQ(published["attempts"], 2);
+  std::string log = dir.read("records/latest/" + published["log"].get<std::string>());
+  EXPECT_NE(log.find("[kiln] publish attempt 2/2"), std::string::npos) << log;
+  std::string driver = dir.read("records/latest/driver.log");
+  auto failed = driver.find("attempt 1/2 failed: ");
+  ASSERT_NE(failed, std::string::npos) << driver;
+  EXPECT_NE(driver.find("writing blob: Patch", failed), std::string::npos) << driver;
+  EXPECT_NE(driver.find("class registry-network", failed), std::string::npos) << driver;
+  EXPECT_FALSE(chain.served("1.0").is_null());
 }
 
 TEST(Publish, ASmokeStageThatFailsLeavesTheRegistryWithoutTheTagAndTheStableNameWhereItWas) {

@@ -94,6 +94,70 @@ TEST(RunRecords, ALogThatFillsTheRecordsDiskIsCutVisiblyAndTheRunDoesNotEndOk) {
   }
 }
 
+/// A smoke stage whose log kiln itself had to cut holds no verdict on the tests: the run says
+/// it could not check them (exit 4, `unverified`), never that the tests asserted nothing.
+TEST(RunRecords, ASmokeLogTheRecordCutIsUnverifiedNotRefused) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "mounting a tmpfs needs root";
+  }
+  ChainDir dir;
+  dir.write("base.Dockerfile", k_base_dockerfile);
+  dir.write("smoke.Dockerfile", "FROM base\nRUN yes 'a test that talks a lot' | head -c "
+                                "100000000; echo '3 passed, 0 failed, 0 skipped'\n");
+  dir.write("chain.toml", "[chain]\nname = \"t" + dir.nonce() + "\"\n[defaults]\nattempts = 1\n" +
+                              k_no_disk_guard +
+                              "\n[[stage]]\nname = \"base\"\ndockerfile = \"base.Dockerfile\"\n"
+                              "[[stage]]\nname = \"smoke\"\nkind = \"smoke\"\n"
+                              "dockerfile = \"smoke.Dockerfile\"\nneeds = [\"base\"]\n");
+  {
+    Tmpfs records(dir.path() / "records", "40m");
+    ASSERT_TRUE(records.mounted());
+    KilnResult result = dir.kiln({"run", "chain.toml"});
+    EXPECT_EQ(result.exit_code, 4) << result.output.substr(0, 4000);
+    json manifest = dir.latest_manifest();
+    EXPECT_EQ(manifest["status"], "unverified:smoke:smoke");
+    const json& smoke = manifest["stages"][1];
+    EXPECT_EQ(smoke["status"], "unverified");
+    EXPECT_TRUE(smoke["attempts"][0]["log_truncated_at_byte"].is_number());
+    EXPECT_NE(smoke["failure"].get<std::string>().find("the smoke gate cannot judge"),
+              std::string::npos)
+        << smoke["failure"];
+    EXPECT_EQ(smoke["failure"].get<std::string>().find("print one"), std::string::npos);
+    dir.remove_images();
+  }
+}
+
+/// The gates read the final image where buildah keeps it: records on a disk smaller than the
+/// image cost nothing to the gates, which used to export it there and refuse it when that
+/// failed.
+TEST(RunRecords, ARecordsDiskSmallerThanTheFinalImageStillGatesIt) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "mounting a tmpfs needs root";
+  }
+  ChainDir dir;
+  write_two_stage_chain(dir, "RUN head -c 24000000 /dev/urandom > /blob\n", 1, k_no_disk_guard);
+  {
+    Tmpfs records(dir.path() / "records", "12m");
+    ASSERT_TRUE(records.mounted());
+    KilnResult result = dir.kiln({"run", "chain.toml"});
+    EXPECT_EQ(result.exit_code, 0) << result.output.substr(0, 4000);
+    json manifest = dir.latest_manifest();
+    EXPECT_EQ(manifest["status"], "ok");
+    const json& work = manifest["stages"][1];
+    ASSERT_EQ(work["gates"].size(), 3u) << work.dump(2); // image-env, residue, arch
+    for (const auto& gate : work["gates"]) {
+      EXPECT_EQ(gate["verdict"], "pass") << gate.dump();
+    }
+    // Read again by the next run: the same image, its scan remembered, not read again.
+    KilnResult again = dir.kiln({"run", "chain.toml"});
+    EXPECT_EQ(again.exit_code, 0) << again.output.substr(0, 4000);
+    json second = dir.latest_manifest();
+    EXPECT_EQ(second["stages"][1]["image_id"], work["image_id"]);
+    EXPECT_TRUE(second["stages"][1]["gates"][1]["remembered"]) << second["stages"][1].dump(2);
+    dir.remove_images();
+  }
+}
+
 TEST(RunRecords, ARecordsDiskFullAtTheStartRefusesTheRunAndLatestStays) {
   if (::geteuid() != 0) {
     GTEST_SKIP() << "mounting a tmpfs needs root";

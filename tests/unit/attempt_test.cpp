@@ -225,6 +225,19 @@ TEST(ClassifyFailure, RecordedBuildahStatusFormsAreRegistryNetwork) {
   }
 }
 
+TEST(ClassifyFailure, ARegistryThatDroppedTheConnectionMidPushIsAFlake) {
+  const Tail tail =
+      read_tail(std::string(KILN_TEST_FIXTURES) + "/skopeo-1.9.3/push-dropped.combined");
+  const FailureVerdict verdict = classify_failure(tail, std::nullopt, 1, 3, builtins());
+  EXPECT_EQ(verdict.verdict, Verdict::retry);
+  EXPECT_EQ(verdict.class_name, "registry-network");
+  // The same words from a composed `: EOF` ending, as the registry's close after the body reads.
+  const FailureVerdict eof =
+      classify_failure({"Error: writing blob: Patch \"http://r/v2/a/blobs/uploads/1\": EOF"},
+                       std::nullopt, 1, 3, builtins());
+  EXPECT_EQ(eof.class_name, "registry-network");
+}
+
 TEST(ClassifyFailure, TwoRecordedAttemptsDifferingOnlyInTimestampsAreRefused) {
   // Two real buildah runs against a registry answering 429: the retry warnings' timestamps
   // differ, nothing else does.

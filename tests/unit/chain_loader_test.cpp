@@ -13,6 +13,7 @@
 #include "chain/plan.h"
 #include "dockerfile/source.h"
 #include "lint/lint.h"
+#include "util/image_ref.h"
 
 namespace kiln {
 namespace {
@@ -788,6 +789,53 @@ TEST(LoadChain, ResidueAllowancesAndArtifactsAreRead) {
   EXPECT_EQ(chain->gates.residue_allow[0].reason, "why");
   EXPECT_EQ(chain->stages[0].artifacts, std::vector<std::string>{"/opt/x"});
   EXPECT_EQ(chain->stages[0].max_layers, 12);
+}
+
+} // namespace
+} // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(LoadChain, EveryNameThatBecomesAnArgvWordIsCheckedWhereItIsWritten) {
+  Diagnostics errors = load_errors("names_checked");
+  std::string file = chain_file("names_checked");
+  expect_diagnostic(errors, file, 5, 8, "[publish] sign starts with '--key', not a program",
+                    "write the program first");
+  expect_diagnostic(errors, file, 9, 12, "platform '-linux/amd64' is not a platform", "os/arch");
+  expect_diagnostic(errors, file, 10, 8, "lane host '-unix:///run/b.sock' starts with '-'",
+                    "unix://");
+  expect_diagnostic(errors, file, 15, 7,
+                    "image tag '--all' is not a valid image reference: it starts with '-', which "
+                    "a command would read as an option",
+                    "[host[:port]/]repository[:tag]");
+  expect_diagnostic(errors, file, 20, 10, "target '-x' is not a Dockerfile stage name",
+                    "FROM ... AS <name>");
+  expect_diagnostic(errors, file, 21, 7, "image tag 'localhost/nc-b:Latest@sha256:0000'",
+                    "[host[:port]/]repository[:tag]");
+}
+
+TEST(ImageRef, TheDistributionGrammar) {
+  auto full = parse_image_ref("registry.example:5000/team/app:1.0@sha256:"
+                              "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+  ASSERT_TRUE(full) << full.error();
+  EXPECT_EQ(full->domain, "registry.example:5000");
+  EXPECT_EQ(full->path, "team/app");
+  EXPECT_EQ(full->tag, "1.0");
+  EXPECT_EQ(full->repository(), "registry.example:5000/team/app");
+  auto local = parse_image_ref("localhost/hello-base:latest");
+  ASSERT_TRUE(local);
+  EXPECT_EQ(local->domain, "localhost");
+  auto bare = parse_image_ref("debian:12");
+  ASSERT_TRUE(bare);
+  EXPECT_EQ(bare->domain, "");
+  EXPECT_EQ(bare->path, "debian");
+  EXPECT_EQ(bare->str(), "debian:12");
+  for (const char* bad : {"--all", "", "app/X", "a//b", "a:b:c", "host:99999x/a", "a:-tag",
+                          "a@sha256:short", "a__-b", "team/"}) {
+    EXPECT_FALSE(parse_image_ref(bad)) << bad;
+  }
+  EXPECT_TRUE(parse_image_ref("x/a.b_c__d-e--f"));
 }
 
 } // namespace
