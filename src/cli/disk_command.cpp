@@ -8,6 +8,7 @@
 #include "disk/guard.h"
 #include "disk/levers.h"
 #include "disk/slugs.h"
+#include "driver/build_request.h"
 #include "driver/run_loop.h"
 #include "util/fs.h"
 #include "util/time.h"
@@ -31,9 +32,12 @@ std::string age_text(std::filesystem::file_time_type mtime) {
 std::vector<std::string> intermediate_tags(const Chain& chain) {
   std::vector<std::string> tags;
   for (const auto& stage : chain.stages) {
+    if (stage.known_as() == chain.gates.final_stage) {
+      continue; // what the chain exists to make
+    }
     for (const auto& other : chain.stages) {
       if (std::find(other.needs.begin(), other.needs.end(), stage.name) != other.needs.end()) {
-        tags.push_back(stage.tag);
+        tags.push_back(work_tag(chain, stage));
         break;
       }
     }

@@ -34,7 +34,11 @@ std::string work_tag(const Chain& chain, const Stage& stage) {
 }
 
 bool handed_over_by_push(const Chain& chain, const Stage& stage) {
-  return !chain.registry.empty() && !layers_read_after_build(chain, stage);
+  // A stage nothing needs (a smoke stage, as a rule) is handed to no one: nothing to push.
+  bool needed = std::any_of(chain.stages.begin(), chain.stages.end(), [&](const Stage& other) {
+    return std::find(other.needs.begin(), other.needs.end(), stage.name) != other.needs.end();
+  });
+  return !chain.registry.empty() && needed && !layers_read_after_build(chain, stage);
 }
 
 NamedContext stage_context(const Chain& chain, const Stage& stage) {

@@ -29,8 +29,9 @@ std::string work_tag(const Chain& chain, const Stage& stage);
 NamedContext stage_context(const Chain& chain, const Stage& stage);
 
 /// Whether a stage is handed over through the chain's registry (BuildKit with `[chain]
-/// registry`), pushed by digest as it builds: a stage whose image a gate reads is not, since
-/// nothing of it may leave the host before its gates and smoke stages passed.
+/// registry`), pushed by digest as it builds: only a stage another stage needs, and not one
+/// whose image a gate reads, since nothing of that may leave the host before its gates and
+/// smoke stages passed.
 bool handed_over_by_push(const Chain& chain, const Stage& stage);
 
 /// The labels of every image kiln builds (`dev.kiln.*`): chain, stage, lane and the pins it

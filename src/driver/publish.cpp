@@ -74,6 +74,20 @@ std::string relative_to(const fs::path& path, const fs::path& dir) {
   return relative.empty() ? path.string() : relative.string();
 }
 
+/// Where a parent stage's image is, as a provenance names it: its repository by digest when it
+/// went through the registry, its OCI layout (relative to the chain's folder) for BuildKit,
+/// its stable name in buildah's store.
+std::string where_it_is(const Chain& chain, const Stage& stage, const std::string& digest) {
+  NamedContext context = stage_context(chain, stage);
+  if (!context.pushed.empty()) {
+    return context.pushed + "@" + digest;
+  }
+  if (chain.engine == "buildkit") {
+    return "oci-layout://" + relative_to(context.layout, chain.dir) + "@" + digest;
+  }
+  return stage.tag;
+}
+
 /// What kiln knows of how `stage`'s image was made.
 ProvenanceFacts provenance_facts(const PublishJob& job, const Stage& stage,
                                  const std::string& subject_name,
@@ -115,9 +129,10 @@ ProvenanceFacts provenance_facts(const PublishJob& job, const Stage& stage,
                                dockerfile ? *dockerfile : std::string()});
     if (each != &stage) {
       auto identity = job.identities.find(each->name);
+      std::string digest =
+          identity == job.identities.end() ? std::string() : as_digest(identity->second);
       facts.materials.push_back(
-          {"stage " + each->name, each->tag,
-           identity == job.identities.end() ? std::string() : as_digest(identity->second),
+          {"stage " + each->name, where_it_is(chain, *each, digest), digest,
            job.engine.name() == "buildah" ? k_oci_config_type : k_oci_manifest_type});
     }
     if (!each->dockerfile_source) {

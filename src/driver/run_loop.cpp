@@ -270,7 +270,8 @@ private:
   bool still_wanted(size_t index) const;
   /// Slugs a reclaim must not trim now: those of every stage still wanted.
   std::vector<std::string> protected_slugs() const;
-  /// This chain's own image tags that no stage still wanted builds on.
+  /// This checkout's work names of images no stage still wanted builds on (the final image's
+  /// never).
   std::vector<std::string> removable_tags() const;
   /// Every line of a disk verdict to driver.log; warnings and reclaims to the console too.
   void disk_log(const std::string& line);
@@ -359,16 +360,16 @@ std::vector<std::string> Run::removable_tags() const {
   for (size_t i = 0; i < m_stages->size(); ++i) {
     const Stage& stage = *(*m_stages)[i];
     if (still_wanted(i)) {
-      keep.insert(stage.tag);
-      for (const auto& need : stage.needs) {
-        keep.insert(m_chain.find_stage(need)->tag);
-      }
+      keep.insert(stage.name);
+      keep.insert(stage.needs.begin(), stage.needs.end());
     }
   }
+  // This checkout's work names only: a stable name is the user's, and the final image is what
+  // the chain exists to make.
   std::vector<std::string> removable;
   for (const auto& stage : m_chain.stages) {
-    if (keep.count(stage.tag) == 0) {
-      removable.push_back(stage.tag);
+    if (keep.count(stage.name) == 0 && stage.known_as() != m_chain.gates.final_stage) {
+      removable.push_back(work_tag(m_chain, stage));
     }
   }
   return removable;

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -232,7 +233,9 @@ TEST(Publish, TwoLanesArePublishedAsTheImagesTheirGatesReadWithProvenanceSbomAnd
   KilnResult verified = dir.kiln({"attest", "verify", chain.index, "--tls-verify=false"});
   EXPECT_EQ(verified.exit_code, 0) << verified.output;
   // Nothing staged outlives the run.
-  for (const auto& entry : std::filesystem::directory_iterator("/var/tmp")) {
+  const char* tmp = std::getenv("TMPDIR");
+  for (const auto& entry :
+       std::filesystem::directory_iterator(tmp != nullptr && *tmp != '\0' ? tmp : "/var/tmp")) {
     EXPECT_EQ(entry.path().filename().string().find(manifest["run_id"].get<std::string>()),
               std::string::npos)
         << entry.path();
@@ -434,6 +437,26 @@ TEST(Publish, OnlyTheFinalStageHoldsThePublishBackUntilItsSmokeStageRuns) {
       << published.dump(2);
   EXPECT_TRUE(chain.served("1.0").is_null());
   EXPECT_NE(run.output.find("publish " + chain.index + ": held"), std::string::npos) << run.output;
+}
+
+TEST(Publish, WhatAKilledRunStagedIsRemovedByTheNextRunOfTheRecordsFolder) {
+  ChainDir dir;
+  dir.copy_unique_demo();
+  const std::string key = sha256_digest((dir.path() / "records").string()).substr(7, 8);
+  // Where kiln stages: beside buildah's temporary images.
+  const char* tmp = std::getenv("TMPDIR");
+  const std::filesystem::path root = tmp != nullptr && *tmp != '\0' ? tmp : "/var/tmp";
+  const std::filesystem::path left = root / ("kiln-publish-" + key + "-20261201-000000-dead");
+  const std::filesystem::path others =
+      root / ("kiln-publish-0000" + key.substr(4) + "-x" + dir.nonce());
+  std::filesystem::create_directories(left / "0123456789ab" / "blobs");
+  std::filesystem::create_directories(others);
+  KilnResult run = dir.kiln({"run", "chain.toml", "--only", "base"});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_FALSE(std::filesystem::exists(left));
+  EXPECT_NE(run.output.find("removed " + left.string()), std::string::npos) << run.output;
+  EXPECT_TRUE(std::filesystem::exists(others)) << "another records folder's is not this run's";
+  std::filesystem::remove_all(others);
 }
 
 TEST(ArchGate, AnImageWithABinaryOfAnotherMachineIsRefusedNamingItsPathAndLayer) {

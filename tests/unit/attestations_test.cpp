@@ -1,6 +1,10 @@
 // What a published image carries and how kiln reads it back: redacted commands, the build args
 // a history spells out, an inherited run command, the provenance statement, and the check of an
 // index's attestations, on composed documents in memory.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -158,6 +162,33 @@ TEST(Attestations, WhatAPlatformLacksIsItsProblem) {
             std::vector<std::string>{"no attestation manifest refers to it"});
   lost.index = "{}";
   EXPECT_FALSE(lost.check());
+}
+
+TEST(Attestations, AnIndexAsTheRegistryServedItVerifies) {
+  const std::filesystem::path folder =
+      std::filesystem::path(KILN_TEST_FIXTURES) / "attestations" / "published";
+  auto file = [&](const std::string& name) -> tl::expected<std::string, std::string> {
+    std::ifstream in(folder / name, std::ios::binary);
+    if (!in) {
+      return tl::unexpected("no " + name);
+    }
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  DigestReader read = [&](const std::string& digest) {
+    std::string name = digest;
+    std::replace(name.begin(), name.end(), ':', '-');
+    return file(name);
+  };
+  auto checked = check_attestations(*file("index"), read, read);
+  ASSERT_TRUE(checked) << checked.error();
+  ASSERT_EQ(checked->size(), 1U);
+  const PlatformAttestations& amd64 = (*checked)[0];
+  EXPECT_TRUE(amd64.problems.empty());
+  EXPECT_EQ(amd64.platform, "linux/amd64");
+  EXPECT_EQ(amd64.digest,
+            "sha256:8edf082666164ddbc3ec62712563def3a5d85436a5d723b1ab763b0967b681b7");
+  EXPECT_EQ(amd64.dependencies,
+            7); // four Dockerfiles (its own, its three parents') and three images
 }
 
 } // namespace

@@ -1,8 +1,10 @@
 // The layer reader and the residue and artifact scans over composed layers (composed: no
 // recording holds every shape of entry; tests/integration/residue_gate_test.cpp reads layers
 // buildah wrote).
+#include <cstdint>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -452,6 +454,93 @@ TEST(LayerScan, TheSbomReadsTheNewestDatabasesOfTheFinalTree) {
   EXPECT_EQ(scan.packages[0].name, "bash");
   EXPECT_EQ(scan.packages[0].version, "5.2.15-2+b2");
   EXPECT_EQ(scan.os.id, "ubuntu"); // /etc/os-release over /usr/lib/os-release
+}
+
+/// Standard base64, for composing tar-split lines.
+std::string base64(std::string_view bytes) {
+  static const char* k_alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t group = static_cast<uint8_t>(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) {
+      group |= static_cast<uint8_t>(bytes[i + 1]) << 8;
+    }
+    if (i + 2 < bytes.size()) {
+      group |= static_cast<uint8_t>(bytes[i + 2]);
+    }
+    size_t n = std::min<size_t>(3, bytes.size() - i);
+    for (size_t j = 0; j < 4; ++j) {
+      out += j <= n ? k_alphabet[(group >> (18 - 6 * j)) & 63] : '=';
+    }
+  }
+  return out;
+}
+
+/// A one-file layer as tar-split lines: the header, the file by name, the rest.
+std::string tar_split_of(const std::string& name, const std::string& content) {
+  std::string tar = Tarball().file(name, content).tar();
+  std::string header = tar.substr(0, 512);
+  std::string rest = tar.substr(512 + content.size());
+  return "{\"type\":2,\"payload\":\"" + base64(header) + "\",\"position\":0}\n" +
+         "{\"type\":1,\"name\":\"" + name + "\",\"size\":" + std::to_string(content.size()) +
+         ",\"payload\":null,\"position\":1}\n" + "{\"type\":2,\"payload\":\"" + base64(rest) +
+         "\",\"position\":2}\n";
+}
+
+TEST(StoreLayer, ALayerOfBuildahsStoreIsReadInPlaceEntryByEntry) {
+  const std::string layer = std::string(KILN_TEST_FIXTURES) + "/buildah-1.28.2/store-layer";
+  std::vector<Seen> seen;
+  auto walked = walk_store_layer(layer + "/layer.tar-split.gz", layer + "/diff",
+                                 [&](const LayerEntry& e, const ContentReader& c) {
+                                   seen.push_back({e.path, e.type, e.whiteout, e.opaque,
+                                                   e.path == "etc/hosts" ? "" : c(1024)});
+                                   if (e.type == LayerEntry::Type::hardlink) {
+                                     seen.back().content = "-> " + e.link;
+                                   }
+                                 });
+  ASSERT_TRUE(walked) << walked.error();
+  std::map<std::string, std::string> content;
+  for (const auto& entry : seen) {
+    content[entry.path] = entry.content;
+  }
+  EXPECT_EQ(content["hi"], "hi\n");
+  EXPECT_EQ(content["a/x"], "secret\n");
+  EXPECT_EQ(content["root/.git-credentials"], "-> a/x");
+  EXPECT_TRUE(content.count("etc/resolv.conf")) << "an empty file is an entry, never opened";
+  EXPECT_EQ(seen.size(), 13U);
+}
+
+TEST(StoreLayer, AnEntryNeverReadsOutsideItsLayersFolder) {
+  testing::TempDir dir;
+  dir.write("content/etc/placeholder", "");
+  std::filesystem::remove(dir.path() / "content/etc/placeholder");
+  std::filesystem::remove(dir.path() / "content/etc");
+  // A crafted layer's `etc -> /`: the scan must not read the host's /etc/hostname through it.
+  std::filesystem::create_directory_symlink("/", dir.path() / "content/etc");
+  dir.write("split", tar_split_of("etc/hostname", "xxxx"));
+  auto walked = walk_store_layer(dir.path() / "split", dir.path() / "content",
+                                 [&](const LayerEntry&, const ContentReader& c) { (void)c(64); });
+  ASSERT_FALSE(walked);
+  EXPECT_NE(walked.error().find("cannot open etc/hostname in the store"), std::string::npos)
+      << walked.error();
+  dir.write("split", tar_split_of("../escape", "xxxx"));
+  walked = walk_store_layer(dir.path() / "split", dir.path() / "content",
+                            [&](const LayerEntry&, const ContentReader& c) { (void)c(64); });
+  ASSERT_FALSE(walked);
+  // A file the store holds shorter than its layer says: the store changed under the scan.
+  dir.write("content/short", "xx");
+  dir.write("split", tar_split_of("short", "xxxx"));
+  walked = walk_store_layer(dir.path() / "split", dir.path() / "content",
+                            [&](const LayerEntry&, const ContentReader& c) { (void)c(64); });
+  ASSERT_FALSE(walked);
+  EXPECT_NE(walked.error().find("shorter than its layer says"), std::string::npos)
+      << walked.error();
+  // Not asked for, it is not opened: a scan that reads no content reads no file.
+  dir.write("split", tar_split_of("missing/file", "xxxx"));
+  walked = walk_store_layer(dir.path() / "split", dir.path() / "content",
+                            [&](const LayerEntry&, const ContentReader&) {});
+  EXPECT_TRUE(walked) << walked.error();
 }
 
 } // namespace
