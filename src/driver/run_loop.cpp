@@ -224,8 +224,9 @@ private:
   /// Read a smoke stage's results from its log and hold them against the floors.
   SmokeVerdict smoke_gate(const Stage& stage, StageRecord& record,
                           const std::filesystem::path& log);
-  /// Grade the parents of stage `stage` this run did not build; false when one is refused.
-  bool parent_gates(const Stage& stage, const BuildRequest& request, StageRecord& record);
+  /// Grade the parents of stage `stage` this run did not build: ok, refused when one is
+  /// refused, unverified when one could not be read (the record's failure says which).
+  StageEnd parent_gates(const Stage& stage, const BuildRequest& request, StageRecord& record);
   /// Log a gate verdict, and put a refusal on the console.
   void gate_log(const Stage& stage, const GateRecord& gate);
   /// A new attempt of `request` on the record, saved before the engine starts so that a kill
@@ -613,8 +614,10 @@ void Run::gate_log(const Stage& stage, const GateRecord& gate) {
   }
 }
 
-bool Run::parent_gates(const Stage& stage, const BuildRequest& request, StageRecord& record) {
-  bool ok = true;
+Run::StageEnd Run::parent_gates(const Stage& stage, const BuildRequest& request,
+                                StageRecord& record) {
+  bool refused = false;
+  std::string unreadable;
   std::vector<GateRecord> graded;
   {
     Unlocked waiting(m_mutex); // a parent may have to be pulled
@@ -622,15 +625,24 @@ bool Run::parent_gates(const Stage& stage, const BuildRequest& request, StageRec
   }
   for (auto& gate : graded) {
     gate_log(stage, gate);
-    ok = ok && (gate.verdict == "pass" || gate.verdict == "not-graded");
+    refused = refused || gate.verdict == "refused";
+    if (gate.verdict == "unreadable" && unreadable.empty()) {
+      unreadable = gate.subject + ": " + gate.reason;
+    }
     record.gates.push_back(std::move(gate));
   }
-  if (!ok) {
+  if (refused) {
     record.failure = "the image-env gate refused a parent this run did not build: rebuild it "
                      "from a Dockerfile that passes `kiln lint` (a build-host setting belongs in "
                      "an ARG or a secret, never in ENV)";
+    return StageEnd::refused;
   }
-  return ok;
+  if (!unreadable.empty()) {
+    record.failure = "the image-env gate could not read a parent this run did not build (" +
+                     unreadable + "); rebuild it in this run";
+    return StageEnd::unverified;
+  }
+  return StageEnd::ok;
 }
 
 SmokeVerdict Run::smoke_gate(const Stage& stage, StageRecord& record,
@@ -990,17 +1002,19 @@ Run::StageEnd Run::run_stage(size_t index, BuildRequest request, const Budget& s
       return StageEnd::failed;
     }
   }
-  bool parents_pass = parent_gates(stage, request, record);
+  StageEnd parents = parent_gates(stage, request, record);
   if (interrupt_signal() != 0 || m_cancel.cancelled()) {
     // A Ctrl-C stops the pulls and inspects of the gates too; what they left is no verdict.
     record.failure = fmt::format("interrupted by {} before it started", interrupt_signal_name());
     not_started(stage, record, "interrupted");
     return StageEnd::interrupted;
   }
-  if (!parents_pass) {
-    m_refused.push_back("refused:image-env:" + stage.name);
-    not_started(stage, record, "refused");
-    return StageEnd::refused;
+  if (parents != StageEnd::ok) {
+    bool refused = parents == StageEnd::refused;
+    (refused ? m_refused : m_unverified)
+        .push_back(fmt::format("{}:image-env:{}", refused ? "refused" : "unverified", stage.name));
+    not_started(stage, record, refused ? "refused" : "unverified");
+    return parents;
   }
   if (share.memory_limit_gb > 0 && !prepare_budget(stage, request, share, record)) {
     m_folder.log(fmt::format("stage {}: not started: {}", stage.name, record.failure));
@@ -1630,7 +1644,8 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     s.name = stages[i]->name;
     s.lane = chain.lanes.empty() ? std::string() : stages[i]->lane;
     s.tag = stages[i]->tag;
-    s.work_tag = requests[i].tag;
+    // BuildKit builds into the stage's OCI layout: no name of the host's holds the image.
+    s.work_tag = engine.name() == "buildah" ? requests[i].tag : std::string();
     s.min_compile_requests = stages[i]->min_compile_requests;
     for (const auto& need : stages[i]->needs) {
       for (const Stage* other : stages) {

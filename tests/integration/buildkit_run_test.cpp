@@ -190,6 +190,18 @@ TEST(BuildkitRun, WithARegistryEveryStageGoesByDigestAndTheGatedImageIsWhatIsPus
   EXPECT_EQ(index["manifests"][0]["digest"], gated);
   EXPECT_EQ(index["manifests"][1]["annotations"]["vnd.docker.reference.digest"], gated);
   EXPECT_EQ(published["lanes"][0]["digest"], gated);
+
+  // A later run of one stage cannot read a parent that went through the registry: nothing was
+  // judged, so the stage does not start and the run says unverified, not refused.
+  KilnResult only = dir.kiln({"run", "--engine", "buildkit", "--only", "toolchain", "chain.toml"},
+                             nullptr, fake.env());
+  EXPECT_EQ(only.exit_code, 4) << only.output;
+  json later = dir.latest_manifest();
+  EXPECT_EQ(later["status"], "unverified:image-env:toolchain");
+  EXPECT_EQ(later["stages"][0]["status"], "unverified") << later["stages"].dump(2);
+  EXPECT_NE(later["stages"][0]["failure"].get<std::string>().find("could not read a parent"),
+            std::string::npos);
+  EXPECT_EQ(fake.builds().size(), 5u) << "the stage was not built";
 }
 
 TEST(BuildkitRun, LocalTierMakesTheSecondRunACachedRebuild) {
