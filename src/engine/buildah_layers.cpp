@@ -1,6 +1,8 @@
 #include "engine/buildah_layers.h"
 
 #include <map>
+#include <mutex>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -24,7 +26,7 @@ struct StorePlace {
   std::string driver; // GraphDriverName
 };
 
-tl::expected<StorePlace, std::string> store_place() {
+tl::expected<StorePlace, std::string> ask_store_place() {
   CapturedRun info = run_captured({"buildah", "info"});
   if (!info.exit.ok()) {
     return tl::unexpected("buildah info failed: " + info.failure());
@@ -46,6 +48,21 @@ tl::expected<StorePlace, std::string> store_place() {
                                       "images in place from overlay and vfs stores only",
                                       place.driver.empty() ? "(unnamed)" : place.driver,
                                       place.root.string()));
+  }
+  return place;
+}
+
+/// Where the store is does not change while kiln runs: asked once, the answer is kept.
+tl::expected<StorePlace, std::string> store_place() {
+  static std::mutex mutex;
+  static std::optional<StorePlace> known;
+  std::lock_guard lock(mutex);
+  if (known) {
+    return *known;
+  }
+  auto place = ask_store_place();
+  if (place) {
+    known = *place;
   }
   return place;
 }
@@ -131,6 +148,28 @@ tl::expected<LayoutImage, std::string> buildah_store_image(const std::string& im
                                       id, found_ids.size(), image.config.diff_ids.size()));
   }
   return image;
+}
+
+tl::expected<std::map<std::string, std::string>, std::string> buildah_store_names() {
+  auto place = store_place();
+  if (!place) {
+    return tl::unexpected(place.error());
+  }
+  auto images = read_index(place->root / (place->driver + "-images") / "images.json");
+  if (!images) {
+    return tl::unexpected(images.error());
+  }
+  std::map<std::string, std::string> names;
+  for (const auto& image : *images) {
+    if (image.is_object() && image.contains("names") && image["names"].is_array()) {
+      for (const auto& name : image["names"]) {
+        if (name.is_string()) {
+          names[name.get<std::string>()] = text_at(image, "id");
+        }
+      }
+    }
+  }
+  return names;
 }
 
 } // namespace kiln

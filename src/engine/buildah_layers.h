@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <string>
 
 #include <tl/expected.hpp>
@@ -15,5 +16,9 @@ namespace kiln {
 /// are checked against the config's `rootfs.diff_ids`, so what is read is that image. overlay
 /// and vfs stores only; the error names any other driver.
 tl::expected<LayoutImage, std::string> buildah_store_image(const std::string& image_id);
+
+/// Every name in buildah's store and the id of the image it names, read from the store's index
+/// (no buildah process per name).
+tl::expected<std::map<std::string, std::string>, std::string> buildah_store_names();
 
 } // namespace kiln

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -27,7 +28,9 @@ ChainDir::~ChainDir() {
 }
 
 void ChainDir::remove_images() const {
-  // Remove the images this test tagged; the shared layers stay for the next test's cache.
+  // Remove the images this test tagged; the shared layers stay for the next test's cache. One
+  // buildah call for all: it removes every name it knows and only complains of the others.
+  std::set<std::string> names;
   std::error_code ec;
   for (const auto& run : std::filesystem::directory_iterator(m_path / "records" / "runs", ec)) {
     std::ifstream in(run.path() / "manifest.json");
@@ -38,11 +41,15 @@ void ChainDir::remove_images() const {
     for (const auto& stage : doc["stages"]) {
       for (const char* name : {"tag", "work_tag"}) {
         if (stage.contains(name) && stage[name].is_string() && !stage[name].empty()) {
-          run_process({{"buildah", "rmi", "-f", "--", stage[name].get<std::string>()}, {}, {}},
-                      [](std::string_view) {});
+          names.insert(stage[name].get<std::string>());
         }
       }
     }
+  }
+  if (!names.empty()) {
+    std::vector<std::string> argv = {"buildah", "rmi", "-f", "--"};
+    argv.insert(argv.end(), names.begin(), names.end());
+    run_process({argv, {}, {}}, [](std::string_view) {});
   }
 }
 

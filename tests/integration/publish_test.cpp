@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -457,6 +458,43 @@ TEST(Publish, WhatAKilledRunStagedIsRemovedByTheNextRunOfTheRecordsFolder) {
   EXPECT_NE(run.output.find("removed " + left.string()), std::string::npos) << run.output;
   EXPECT_TRUE(std::filesystem::exists(others)) << "another records folder's is not this run's";
   std::filesystem::remove_all(others);
+}
+
+/// Ctrl-C while the signer runs: the signer is stopped, the tag never moves, the staged layout
+/// is removed at once and the record says interrupted, not running.
+TEST(Publish, CtrlCWhileSigningStopsTheSignerLeavesNoTagAndNoStagedLayout) {
+  ChainDir dir;
+  LocalRegistry registry(dir.path() / "registry");
+  ASSERT_TRUE(registry.ready());
+  PublishedChain chain(dir, registry);
+  const std::string sleep = "sleep 7" + dir.nonce().substr(0, 3);
+  dir.write("sign.sh", "#!/bin/sh\ntouch signing\nexec " + sleep + "\n");
+  CancelToken ctrl_c;
+  std::thread interrupter([&] {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(600);
+    while (processes_matching(sleep).empty() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ctrl_c.cancel();
+  });
+  KilnResult run = dir.kiln({"run", "chain.toml"}, &ctrl_c);
+  interrupter.join();
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "signing")) << run.output;
+  EXPECT_EQ(run.exit_code, 130) << run.output;
+  json manifest = dir.latest_manifest();
+  EXPECT_EQ(manifest["status"], "interrupted");
+  const json& published = manifest["publish"][0];
+  EXPECT_EQ(published["status"], "interrupted") << published.dump(2);
+  EXPECT_EQ(published["done"], json({"push", "read-back"}));
+  // Pushed by digest, never tagged.
+  EXPECT_TRUE(chain.served("1.0").is_null());
+  EXPECT_FALSE(chain.served(published["digest"].get<std::string>()).is_null());
+  const std::string key = sha256_digest((dir.path() / "records").string()).substr(7, 8);
+  const char* tmp = std::getenv("TMPDIR");
+  const std::filesystem::path root = tmp != nullptr && *tmp != '\0' ? tmp : "/var/tmp";
+  EXPECT_FALSE(std::filesystem::exists(
+      root / ("kiln-publish-" + key + "-" + manifest["run_id"].get<std::string>())));
+  EXPECT_TRUE(processes_matching(sleep).empty()) << "the signer outlived kiln";
 }
 
 TEST(ArchGate, AnImageWithABinaryOfAnotherMachineIsRefusedNamingItsPathAndLayer) {
