@@ -83,6 +83,11 @@ std::string text_at(const json& doc, const char* key) {
   return doc.contains(key) && doc[key].is_string() ? doc[key].get<std::string>() : std::string();
 }
 
+/// One of the store's indexes: "images" (each image's id, names and top layer) or "layers".
+tl::expected<json, std::string> read_store_index(const StorePlace& place, const std::string& of) {
+  return read_index(place.root / (place.driver + "-" + of) / (of + ".json"));
+}
+
 } // namespace
 
 tl::expected<LayoutImage, std::string> buildah_store_image(const std::string& image_id) {
@@ -95,7 +100,7 @@ tl::expected<LayoutImage, std::string> buildah_store_image(const std::string& im
   if (!place) {
     return tl::unexpected(place.error());
   }
-  auto images = read_index(place->root / (place->driver + "-images") / "images.json");
+  auto images = read_store_index(*place, "images");
   if (!images) {
     return tl::unexpected(images.error());
   }
@@ -112,7 +117,7 @@ tl::expected<LayoutImage, std::string> buildah_store_image(const std::string& im
     return tl::unexpected(
         fmt::format("image {} is not in buildah's store at {}", id, place->root.string()));
   }
-  auto layers = read_index(place->root / (place->driver + "-layers") / "layers.json");
+  auto layers = read_store_index(*place, "layers");
   if (!layers) {
     return tl::unexpected(layers.error());
   }
@@ -155,7 +160,7 @@ tl::expected<std::map<std::string, std::string>, std::string> buildah_store_name
   if (!place) {
     return tl::unexpected(place.error());
   }
-  auto images = read_index(place->root / (place->driver + "-images") / "images.json");
+  auto images = read_store_index(*place, "images");
   if (!images) {
     return tl::unexpected(images.error());
   }
