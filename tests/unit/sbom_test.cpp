@@ -8,6 +8,7 @@
 #include <sstream>
 #include <tuple>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "temp_dir.h"
@@ -555,6 +556,41 @@ TEST(SpdxDocument, AnyBytesSerialise) {
   ASSERT_NO_THROW(text = doc.dump());
   EXPECT_NE(text.find("caf\xEF\xBF\xBD"), std::string::npos);
   EXPECT_FALSE(doc["packages"][0].contains("checksums"));
+}
+
+/// The largest databases the scan hands over (k_package_db_limit) and a 1 MB line are read whole
+/// and written into one document: every package kept, the long value kept to the byte.
+TEST(SpdxDocument, ThirtyThousandPackagesAndAOneMegabyteLicenseAreReadAndWrittenWhole) {
+  const std::string long_value(1 << 20, 'x');
+  std::string status;
+  std::string apk;
+  for (int i = 0; i < 30000; ++i) {
+    status += fmt::format("Package: p{}\nStatus: install ok installed\nVersion: 1.{}\n"
+                          "Architecture: amd64\nDescription: d\n long text\n\n",
+                          i, i);
+    apk += fmt::format("P:a{}\nV:2.{}\nA:x86_64\nL:MIT\n\n", i, i);
+  }
+  status +=
+      "Package: long\nStatus: install ok installed\nVersion: 1\nDescription: " + long_value + "\n";
+  apk += "P:long\nV:1\nL:" + long_value + "\n";
+  ASSERT_LT(status.size(), k_package_db_limit);
+
+  auto packages = parse_dpkg_status(status, "/var/lib/dpkg/status");
+  ASSERT_EQ(packages.size(), 30001u);
+  EXPECT_EQ(packages.back().name, "long");
+  auto from_apk = parse_apk_installed(apk, "/lib/apk/db/installed");
+  ASSERT_EQ(from_apk.size(), 30001u);
+  EXPECT_EQ(from_apk.back().license, long_value);
+  auto python = parse_python_metadata("Name: big\nVersion: 1\nLicense: " + long_value + "\n",
+                                      "/big.egg-info");
+  ASSERT_TRUE(python);
+  EXPECT_EQ(python->license, long_value);
+
+  packages.insert(packages.end(), from_apk.begin(), from_apk.end());
+  auto doc =
+      spdx_document(k_subject, packages, {"debian", "12", ""}, "2026-01-02T03:04:05Z", "0.9.0");
+  EXPECT_EQ(doc["packages"].size(), 60003u); // the image itself and every package
+  EXPECT_NE(doc.dump().find(long_value), std::string::npos);
 }
 
 } // namespace
