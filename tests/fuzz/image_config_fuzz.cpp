@@ -1,31 +1,31 @@
 // The image-env gate's OCI layout reader (index.json -> manifests -> config blob), on any
 // layout, and the BuildKit metadata file that names a build's digest. The input is a bundle of
 // the layout's files (fuzz_bundle.h; before the first header: index.json). Beside the layout
-// lies a config whose Env names a canary: a descriptor that leads out of the layout reads it.
+// lies a config whose Env holds a canary (fuzz_canary.h): a descriptor that leads out of the
+// layout reads it.
 // The whole input is also read as an image index, as `buildah manifest inspect` prints one.
 #include <algorithm>
-#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/buildkit_engine.h"
 #include "engine/image_config.h"
 #include "fuzz_bundle.h"
+#include "fuzz_canary.h"
+#include "fuzz_check.h"
 #include "gates/image_env.h"
 
 namespace {
 
-constexpr std::string_view k_canary =
-    R"({"config":{"Env":["KILN_FUZZ_CANARY=read outside the layout"]}})";
+const kiln::fuzz::Canary k_canary;
+const std::string k_canary_config = R"({"config":{"Env":["CANARY=)" + k_canary.value() + R"("]}})";
 
 void grade(const kiln::ImageEnv& env) {
   if (!env) {
     return;
   }
   for (const std::string& entry : *env) {
-    if (entry.starts_with("KILN_FUZZ_CANARY=")) {
-      std::abort();
-    }
+    FUZZ_CHECK(!k_canary.found_in(entry));
   }
   (void)kiln::grade_env(kiln::parse_env_list(*env), {});
 }
@@ -44,24 +44,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     placed.push_back({names.back(), file.content});
   }
   // Where `sha256:../../canary` or `../canary/x` would lead from blobs/sha256/.
-  placed.push_back({"canary", k_canary});
-  placed.push_back({"canary.json", k_canary});
+  placed.push_back({"canary", k_canary_config});
+  placed.push_back({"canary.json", k_canary_config});
   scratch.write(placed);
   std::filesystem::path layout = scratch.path() / "layout";
 
   grade(image_env(image_config_from_layout(layout)));
   if (auto configs = image_configs_from_layout(layout)) {
-    if (configs->size() > k_layout_image_limit) {
-      std::abort();
-    }
+    FUZZ_CHECK(configs->size() <= k_layout_image_limit);
     for (const ImageConfig& config : *configs) {
       grade(config.env);
     }
   }
   for (const IndexEntry& entry : index_entries(fuzz::as_text(data, size))) {
-    if (!entry.digest.empty() && entry.platform.empty()) {
-      std::abort(); // an entry is a platform and a digest, never half of one
-    }
+    // An entry is a platform and a digest, never half of one.
+    FUZZ_CHECK(entry.digest.empty() || !entry.platform.empty());
   }
   std::string digest = metadata_digest(layout / "metadata.json");
   if (digest.empty()) {

@@ -1,16 +1,18 @@
 // The reader of a layer in buildah's store (tar-split lines and the folder of its files) on
 // any input: a bundle whose `layer.tar-split.gz` (gzip or plain) is the tar-split and whose
-// `diff/...` files are the layer's content. Beside the content folder lies a canary: an entry
-// that reads it (through `..`, a symlink, an absolute name) broke out of the layer.
+// `diff/...` files are the layer's content. Beside the content folder lies a canary
+// (fuzz_canary.h): an entry that reads it (through `..`, a symlink, an absolute name) broke out
+// of the layer.
 #include <string>
 
 #include "fuzz_bundle.h"
+#include "fuzz_canary.h"
 #include "fuzz_check.h"
 #include "gates/layer_tar.h"
 
 namespace {
 
-constexpr std::string_view k_canary = "KILN_FUZZ_CANARY read outside the layer";
+const kiln::fuzz::Canary k_canary;
 
 } // namespace
 
@@ -19,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const fuzz::ScratchDir scratch;
   std::vector<fuzz::BundleFile> files =
       fuzz::split_bundle(fuzz::as_text(data, size), "layer.tar-split.gz");
-  files.push_back({"canary", k_canary});
+  files.push_back({"canary", k_canary.value()});
   files.push_back({"diff/.keep", ""});
   scratch.write(files);
   std::size_t entries = 0;
@@ -31,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                    std::size_t limit = entries % 2 == 0 ? 5 : 4096;
                                    std::string read = content(limit);
                                    FUZZ_CHECK(read.size() <= limit);
-                                   FUZZ_CHECK(read.find(k_canary) == std::string::npos);
+                                   FUZZ_CHECK(!k_canary.found_in(read));
                                  });
   (void)walked; // a broken layer is an error, which is an answer
   return 0;
