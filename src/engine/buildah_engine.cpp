@@ -204,11 +204,8 @@ tl::expected<void, std::string> BuildahEngine::move_tag(const std::string& ident
                                                         const std::string& tag) const {
   // A run that rebuilt nothing finds every stable name already right: one read of the store's
   // index instead of a buildah process per stage.
-  std::string id = identity.starts_with("sha256:") ? identity.substr(7) : identity;
-  if (auto names = buildah_store_names(); names) {
-    if (auto named = names->find(tag); named != names->end() && named->second == id) {
-      return {};
-    }
+  if (buildah_store_names(tag, identity)) {
+    return {};
   }
   CapturedRun tagged = run_captured({"buildah", "tag", "--", identity, tag});
   if (!tagged.exit.ok()) {

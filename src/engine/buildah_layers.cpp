@@ -1,5 +1,6 @@
 #include "engine/buildah_layers.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -83,6 +84,11 @@ std::string text_at(const json& doc, const char* key) {
   return doc.contains(key) && doc[key].is_string() ? doc[key].get<std::string>() : std::string();
 }
 
+/// buildah's id of an image: its config digest without the `sha256:`.
+std::string store_id(const std::string& identity) {
+  return identity.starts_with("sha256:") ? identity.substr(7) : identity;
+}
+
 /// One of the store's indexes: "images" (each image's id, names and top layer) or "layers".
 tl::expected<json, std::string> read_store_index(const StorePlace& place, const std::string& of) {
   return read_index(place.root / (place.driver + "-" + of) / (of + ".json"));
@@ -91,7 +97,7 @@ tl::expected<json, std::string> read_store_index(const StorePlace& place, const 
 } // namespace
 
 tl::expected<LayoutImage, std::string> buildah_store_image(const std::string& image_id) {
-  std::string id = image_id.starts_with("sha256:") ? image_id.substr(7) : image_id;
+  std::string id = store_id(image_id);
   auto config = image_config_from_buildah(id);
   if (!config) {
     return tl::unexpected(config.error());
@@ -155,26 +161,23 @@ tl::expected<LayoutImage, std::string> buildah_store_image(const std::string& im
   return image;
 }
 
-tl::expected<std::map<std::string, std::string>, std::string> buildah_store_names() {
+bool buildah_store_names(const std::string& name, const std::string& identity) {
   auto place = store_place();
   if (!place) {
-    return tl::unexpected(place.error());
+    return false;
   }
   auto images = read_store_index(*place, "images");
   if (!images) {
-    return tl::unexpected(images.error());
+    return false;
   }
-  std::map<std::string, std::string> names;
+  const std::string id = store_id(identity);
   for (const auto& image : *images) {
-    if (image.is_object() && image.contains("names") && image["names"].is_array()) {
-      for (const auto& name : image["names"]) {
-        if (name.is_string()) {
-          names[name.get<std::string>()] = text_at(image, "id");
-        }
-      }
+    if (image.is_object() && text_at(image, "id") == id && image.contains("names") &&
+        image["names"].is_array()) {
+      return std::find(image["names"].begin(), image["names"].end(), name) != image["names"].end();
     }
   }
-  return names;
+  return false;
 }
 
 } // namespace kiln

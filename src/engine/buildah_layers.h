@@ -1,6 +1,5 @@
 #pragma once
 
-#include <map>
 #include <string>
 
 #include <tl/expected.hpp>
@@ -17,8 +16,8 @@ namespace kiln {
 /// and vfs stores only; the error names any other driver.
 tl::expected<LayoutImage, std::string> buildah_store_image(const std::string& image_id);
 
-/// Every name in buildah's store and the id of the image it names, read from the store's index
-/// (no buildah process per name).
-tl::expected<std::map<std::string, std::string>, std::string> buildah_store_names();
+/// Whether `name` already names the image `identity` (an image id, with or without `sha256:`)
+/// in buildah's store, read from the store's index (no buildah process); false when unsure.
+bool buildah_store_names(const std::string& name, const std::string& identity);
 
 } // namespace kiln
