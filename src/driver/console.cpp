@@ -82,9 +82,7 @@ std::string step_text(const BuildProgress& p) {
 } // namespace
 
 Console::Console(std::FILE* out, bool live) : m_out(out), m_live(live) {
-  if (m_live) {
-    m_ticker = std::thread([this] { tick(); });
-  }
+  m_writer = std::thread([this] { write_frames(); });
 }
 
 Console::~Console() {
@@ -93,24 +91,74 @@ Console::~Console() {
     m_stopping = true;
   }
   m_wake.notify_all();
-  if (m_ticker.joinable()) {
-    m_ticker.join();
+  m_writer.join();
+}
+
+void Console::write_frames() {
+  std::unique_lock lock(m_mutex);
+  for (;;) {
+    // Live, the block ticks its elapsed times once a second; plain, only text wakes it.
+    auto wanted = [&] { return m_stopping || !m_queued.empty() || m_redraw; };
+    if (m_live) {
+      m_wake.wait_for(lock, std::chrono::seconds(1), wanted);
+      m_redraw = m_redraw || !m_running.empty();
+    } else {
+      m_wake.wait(lock, wanted);
+    }
+    bool last = m_stopping;
+    std::string frame;
+    try {
+      frame = next_frame_locked();
+    } catch (const std::exception&) {
+      // A frame that could not be made (out of memory) is not worth the run: the next one
+      // draws the block again, and the record has every line.
+      m_queued.clear();
+    }
+    m_writing = true;
+    lock.unlock();
+    write_out(frame); // may block for as long as nobody reads: no lock is held
+    lock.lock();
+    m_writing = false;
+    m_written.notify_all();
+    if (last && m_queued.empty()) {
+      return;
+    }
   }
 }
 
-void Console::tick() {
+void Console::flush() {
   std::unique_lock lock(m_mutex);
-  while (!m_stopping) {
-    m_wake.wait_for(lock, std::chrono::seconds(1));
-    try {
-      if (!m_stopping && !m_running.empty()) {
-        redraw_locked();
-      }
-    } catch (const std::exception&) {
-      // A line that could not be drawn (out of memory) is not worth the run: the next tick
-      // draws it again.
-    }
+  m_written.wait(lock, [&] { return m_queued.empty() && !m_redraw && !m_writing; });
+}
+
+std::string Console::next_frame_locked() {
+  std::string frame;
+  if (m_live && m_drawn > 0 && (m_redraw || m_stopping || !m_queued.empty() || m_dropped > 0)) {
+    // Up to the block's first line, then clear to the end of the screen.
+    frame = fmt::format("\033[{}A\r\033[J", m_drawn);
+    m_drawn = 0;
   }
+  if (m_dropped > 0) {
+    frame += fmt::format("kiln: {} line(s) of kiln's output were dropped while nothing read it; "
+                         "the run's record has all of them\n",
+                         m_dropped);
+    m_dropped = 0;
+  }
+  frame += m_queued;
+  m_queued.clear();
+  if (m_live && !m_stopping) {
+    size_t width = terminal_width(m_out);
+    for (const auto& stage : m_running) {
+      std::string line = status_line_locked(stage);
+      if (line.size() >= width) {
+        line.resize(width - 1); // a wrapped line would break the count of lines to go up
+      }
+      frame += line + "\n";
+    }
+    m_drawn = m_running.size();
+  }
+  m_redraw = false;
+  return frame;
 }
 
 std::string Console::status_line_locked(const Running& stage) const {
@@ -151,43 +199,30 @@ Console::Running* Console::find_locked(const std::string& stage) {
 }
 
 void Console::write_out(const std::string& text) {
-  // Never throws: a terminal that went away must not end the run (nor a thread of it).
+  if (text.empty()) {
+    return;
+  }
+  // Never throws: a terminal that went away (EPIPE; SIGPIPE is ignored) must not end the run.
   if (std::fwrite(text.data(), 1, text.size(), m_out) != text.size()) {
     std::clearerr(m_out);
   }
-}
-
-void Console::clear_block_locked() {
-  if (m_drawn > 0) {
-    // Up to the block's first line, then clear to the end of the screen.
-    write_out(fmt::format("\033[{}A\r\033[J", m_drawn));
-    m_drawn = 0;
-  }
+  std::fflush(m_out);
 }
 
 void Console::redraw_locked() {
-  clear_block_locked();
-  size_t width = terminal_width(m_out);
-  for (const auto& stage : m_running) {
-    std::string line = status_line_locked(stage);
-    if (line.size() >= width) {
-      line.resize(width - 1); // a wrapped line would break the count of lines to go up
-    }
-    write_out(line + "\n");
+  if (m_live) {
+    m_redraw = true;
+    m_wake.notify_one();
   }
-  m_drawn = m_running.size();
-  std::fflush(m_out);
 }
 
-void Console::print_locked(const std::string& text) {
-  if (m_live) {
-    clear_block_locked();
+void Console::print_locked(const std::string& text, bool keep) {
+  if (!keep && m_queued.size() + text.size() > k_queue_limit) {
+    m_dropped += std::max<size_t>(1, std::count(text.begin(), text.end(), '\n'));
+    return;
   }
-  write_out(text);
-  if (m_live) {
-    redraw_locked();
-  }
-  std::fflush(m_out);
+  m_queued += text;
+  m_wake.notify_one();
 }
 
 void Console::note(const std::string& message) {
@@ -285,8 +320,7 @@ void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir
       widths[c] = std::max(widths[c], row[c].size());
     }
   }
-  std::lock_guard lock(m_mutex);
-  write_out(fmt::format("\n"));
+  std::string text = "\n";
   for (const auto& row : rows) {
     std::string line = "  ";
     for (size_t c = 0; c < row.size(); ++c) {
@@ -299,21 +333,21 @@ void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir
     while (!line.empty() && line.back() == ' ') {
       line.pop_back();
     }
-    write_out(fmt::format("{}\n", line));
+    text += line + "\n";
   }
   if (!run.critical_path.empty()) {
-    write_out(fmt::format(
+    text += fmt::format(
         "\nkiln: wall time {}; critical path (*) {}: {} of builds, so {:.2f}x of it\n",
         human_duration(run.wall_seconds), join(run.critical_path, " -> "),
         human_duration(run.critical_path_seconds),
-        run.critical_path_seconds > 0 ? run.wall_seconds / run.critical_path_seconds : 0.0));
+        run.critical_path_seconds > 0 ? run.wall_seconds / run.critical_path_seconds : 0.0);
   }
   for (const auto& published : run.published) {
-    write_out("\n" + publish_line(published) + "\n");
+    text += "\n" + publish_line(published) + "\n";
   }
-  write_out(
-      fmt::format("\nkiln: run {} {}; record: {}\n", run.run_id, run.status, run_dir.string()));
-  std::fflush(m_out);
+  text += fmt::format("\nkiln: run {} {}; record: {}\n", run.run_id, run.status, run_dir.string());
+  std::lock_guard lock(m_mutex);
+  print_locked(text, true);
 }
 
 std::string publish_line(const PublishRecord& published) {
@@ -323,8 +357,10 @@ std::string publish_line(const PublishRecord& published) {
   }
   std::string status =
       published.status == "published" ? "published " + published.digest : published.status;
-  std::string line =
-      fmt::format("kiln: publish {}: {}; {}", published.ref, status, join(lanes, ", "));
+  std::string line = fmt::format("kiln: publish {}: {}", published.ref, status);
+  if (!lanes.empty()) {
+    line += "; " + join(lanes, ", ");
+  }
   if (!published.gates_not_run.empty()) {
     line += fmt::format("; not run: {}", join(published.gates_not_run, ", "));
   }

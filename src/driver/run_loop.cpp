@@ -1,5 +1,6 @@
 #include "driver/run_loop.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -255,6 +256,9 @@ private:
   void drop_registry_cache_after_flakes(const Stage& stage, BuildRequest& request,
                                         int import_flakes, int next_attempt);
   void save();
+  /// Why the run's builds were told to stop, as a record says it: `interrupted by SIGHUP`, or
+  /// `stopped by an internal error` (then the signal name is no part of it).
+  std::string stop_cause() const;
   /// The error lines the failed step of a log printed, on the console before its tail.
   void show_failing_step_errors(const Stage& stage, const std::string& log_path);
   /// Index the finished run in the run history and say which stages took longer than usual.
@@ -317,6 +321,7 @@ private:
   /// start for a need it does not build. Every handoff, gate and publish names it.
   std::map<std::string, std::string> m_identities;
   bool m_interrupted = false;
+  std::atomic<bool> m_stopped_by_error{false}; // an internal error cancelled m_cancel
   std::set<std::string> m_building;
   DiskWatchdog* m_watchdog = nullptr;
   std::string m_episode;    // the stages the watchdog's episode names
@@ -499,6 +504,13 @@ void Run::save() {
     m_console.note("error: the run's record is incomplete: " + m_folder.write_errors().front() +
                    "; the builds go on, the run will not end ok");
   }
+}
+
+std::string Run::stop_cause() const {
+  if (interrupt_signal() != 0) {
+    return "interrupted by " + interrupt_signal_name();
+  }
+  return m_stopped_by_error ? "stopped by an internal error" : "stopped";
 }
 
 bool has_registry_cache(const BuildRequest& request) {
@@ -796,8 +808,7 @@ Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
 
     if (outcome.exit.interrupted || interrupt_signal() != 0) {
       a.verdict = "interrupted";
-      a.reason = fmt::format("interrupted by {}; the engine's process group was stopped",
-                             interrupt_signal_name());
+      a.reason = stop_cause() + "; the engine's process group was stopped";
       m_folder.log(
           fmt::format("stage {}: {} {}/{} {}", stage.name, what, n, stage.attempts, a.reason));
       m_console.stage_finished(stage.name,
@@ -860,7 +871,7 @@ Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
       show_failing_step_errors(stage, log_path);
       m_console.failure_tail(outcome.tail, log_path);
       salvage_failed_build({m_chain, m_engine, m_folder, m_console, m_options.no_salvage,
-                            [this] { save(); },
+                            m_cancel, [this] { save(); },
                             [this](const std::function<void()>& work) {
                               Unlocked waiting(m_mutex);
                               work();
@@ -921,8 +932,7 @@ Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int ind
   }
   std::string refused = post_build_gates(stage, record, m_folder.path() / build.log, image);
   if (interrupt_signal() != 0 || m_cancel.cancelled()) {
-    record.failure = fmt::format("interrupted by {} after it built, before its gates ended",
-                                 interrupt_signal_name());
+    record.failure = stop_cause() + " after it built, before its gates ended";
     m_folder.log(fmt::format("stage {}: {}", stage.name, record.failure));
     m_console.stage_finished(stage.name, "interrupted");
     withdraw(stage, request, record.image_id, "its gates did not end");
@@ -1005,7 +1015,7 @@ Run::StageEnd Run::run_stage(size_t index, BuildRequest request, const Budget& s
   StageEnd parents = parent_gates(stage, request, record);
   if (interrupt_signal() != 0 || m_cancel.cancelled()) {
     // A Ctrl-C stops the pulls and inspects of the gates too; what they left is no verdict.
-    record.failure = fmt::format("interrupted by {} before it started", interrupt_signal_name());
+    record.failure = stop_cause() + " before it started";
     not_started(stage, record, "interrupted");
     return StageEnd::interrupted;
   }
@@ -1187,6 +1197,7 @@ void Run::schedule(const std::vector<const Stage*>& stages,
         threads.erase(end.index);
         if (end.error) {
           error = error ? error : end.error;
+          m_stopped_by_error = true;
           m_cancel.cancel(); // the run cannot end well: stop every build now
           end.end = StageEnd::crashed;
         }
@@ -1195,6 +1206,7 @@ void Run::schedule(const std::vector<const Stage*>& stages,
     }
   } catch (...) {
     error = error ? error : std::current_exception();
+    m_stopped_by_error = true;
     m_cancel.cancel();
     m_scheduler->stop("an internal error");
     record_skipped();
@@ -1319,6 +1331,7 @@ void Run::publish_all(const std::vector<const Stage*>& stages) {
 int Run::run_outcome() {
   if (m_interrupted || interrupt_signal() != 0) {
     m_record.status = "interrupted";
+    m_record.status_reason = stop_cause();
     return k_exit_interrupted;
   }
   if (!m_failed.empty()) {
@@ -1365,6 +1378,7 @@ int Run::crashed(const std::string& reason) {
   for (int tries = 0; tries < 200 && !record.try_lock(); ++tries) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  m_stopped_by_error = true;
   m_cancel.cancel();
   std::string now = utc_iso8601(m_clock.wall());
   m_record.status = "crashed";

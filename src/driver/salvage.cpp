@@ -72,7 +72,7 @@ void salvage_failed_build(const SalvageContext& context, const Stage& stage,
                                  join(targets, ", ")));
   context.console.note(
       fmt::format("stage {}: salvaging the cache export of {}", stage.name, join(targets, ", ")));
-  const BuildLimits limits{context.chain.cache.salvage_target_timeout, {}, nullptr};
+  const BuildLimits limits{context.chain.cache.salvage_target_timeout, {}, &context.cancel};
   for (const auto& target : targets) {
     BuildRequest redrive = request;
     redrive.target = target;
@@ -104,7 +104,7 @@ void salvage_failed_build(const SalvageContext& context, const Stage& stage,
                                    stage.name, target, entry.verdict, entry.seconds,
                                    outcome.exit.status_code()));
     context.save();
-    if (outcome.exit.interrupted || interrupt_signal() != 0) {
+    if (outcome.exit.interrupted || context.cancel.cancelled()) {
       break;
     }
   }

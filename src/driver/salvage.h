@@ -26,6 +26,8 @@ struct SalvageContext {
   RunFolder& folder;
   Console& console;
   bool disabled;              // --no-salvage
+  /// The run's: a signal or an internal error stops a re-drive as it stops a build.
+  const CancelToken& cancel;
   std::function<void()> save; // rewrite the manifest after each re-drive
   /// Runs its argument with the run's record free for the other stages: a re-drive may take
   /// minutes, and the stages building meanwhile must go on recording and ending.

@@ -85,8 +85,13 @@ void install_interrupt_handlers() {
   struct sigaction action {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
-  ::sigaction(SIGINT, &action, nullptr);
-  ::sigaction(SIGTERM, &action, nullptr);
+  // A closed terminal (SIGHUP), Ctrl-\ (SIGQUIT) and a kill (SIGTERM) end the run as Ctrl-C
+  // does, recorded under their own names. A reader of kiln's output that went away must not
+  // end it at all: SIGPIPE is ignored and a write to it fails with EPIPE instead.
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+    ::sigaction(signal, &action, nullptr);
+  }
+  ::signal(SIGPIPE, SIG_IGN);
 }
 
 int interrupt_signal() {

@@ -35,18 +35,20 @@ private:
   std::atomic<int> m_level{0};
 };
 
-/// The token SIGINT and SIGTERM cancel: a second signal escalates to killing every process
-/// group kiln started. Every process kiln starts watches it unless handed another token.
+/// The token SIGINT, SIGTERM, SIGHUP and SIGQUIT cancel: a second signal escalates to killing
+/// every process group kiln started. Every process kiln starts watches it unless handed another
+/// token.
 CancelToken& interrupt_token();
 
-/// Route SIGINT and SIGTERM into interrupt_token(), so the run notices them at its next poll
-/// instead of dying mid-write.
+/// Route SIGINT, SIGTERM, SIGHUP and SIGQUIT into interrupt_token(), so the run notices them at
+/// its next poll instead of dying mid-write, and ignore SIGPIPE (a write to a reader that went
+/// away fails with EPIPE instead of killing kiln).
 void install_interrupt_handlers();
 
 /// The first signal that arrived, 0 when none.
 int interrupt_signal();
 
-/// "SIGINT" or "SIGTERM" once one arrived, "" before.
+/// "SIGINT", "SIGHUP", ... once one arrived, "" before.
 std::string interrupt_signal_name();
 
 } // namespace kiln

@@ -250,7 +250,9 @@ ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink) {
   posix_spawnattr_init(&attr);
   sigset_t defaults;
   sigemptyset(&defaults);
-  for (int s : {SIGINT, SIGTERM, SIGPIPE, SIGCHLD}) {
+  // A child starts with the default of every signal kiln handles or ignores: SIGPIPE ignored
+  // by kiln must still end a `yes | head` inside a build.
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD}) {
     sigaddset(&defaults, s);
   }
   sigset_t empty;

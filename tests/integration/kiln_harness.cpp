@@ -175,4 +175,26 @@ std::vector<int> processes_matching(const std::string& needle) {
   return pids;
 }
 
+bool wait_for_process(const std::string& needle) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (processes_matching(needle).empty()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return true;
+}
+
+bool wait_for_no_process(const std::string& needle) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!processes_matching(needle).empty()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return true;
+}
+
 } // namespace kiln::testing

@@ -84,4 +84,12 @@ inline const char* k_base_dockerfile = "FROM scratch\n"
 /// Pids of processes whose command line contains `needle`.
 std::vector<int> processes_matching(const std::string& needle);
 
+/// Wait (up to 120 s) until a process whose command line contains `needle` runs; false when none
+/// did.
+bool wait_for_process(const std::string& needle);
+
+/// Wait (up to 30 s) until no process whose command line contains `needle` is left: a process
+/// killed at once takes a moment to leave the table. True when none is left.
+bool wait_for_no_process(const std::string& needle);
+
 } // namespace kiln::testing

@@ -3,6 +3,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <thread>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -90,11 +95,15 @@ TEST(Console, LiveModeKeepsALineForEachRunningStageBelowWhatScrolls) {
   // Read once the console is gone: its ticker redraws once a second from a thread of its own.
   std::string all;
   {
+    // Each flush waits for the console's writer: what it draws is then on the terminal.
     Captured out(true);
     out.console().stage_started({1, 2, "zlib", 1, 1, std::nullopt});
     out.console().stage_started({2, 2, "png", 1, 1, std::nullopt});
+    out.console().flush();
     out.console().note("a note");
+    out.console().flush();
     out.console().stage_finished("zlib", "ok in 1s");
+    out.console().flush();
     all = out.text_at_end();
   }
   // The two live lines are cleared (up two lines, clear to the end), the note printed, and
@@ -110,6 +119,52 @@ TEST(Console, LiveModeKeepsALineForEachRunningStageBelowWhatScrolls) {
   std::string finished = all.substr(ended);
   EXPECT_EQ(finished.rfind("kiln: [zlib] ok in 1s\nkiln: png  starting", 0), 0u) << finished;
   EXPECT_EQ(finished.find("kiln: zlib  "), std::string::npos) << "zlib's live line is gone";
+}
+
+TEST(Console, ATerminalThatStopsReadingHoldsNoCallerAndLosesOnlyCountedLines) {
+  int ends[2];
+  ASSERT_EQ(::pipe(ends), 0);
+  ::fcntl(ends[1], F_SETPIPE_SZ, 4096);
+  std::FILE* out = ::fdopen(ends[1], "w");
+  ASSERT_NE(out, nullptr);
+  std::optional<Console> console(std::in_place, out, false);
+  // Nobody reads: twice the queue's limit of notes, every call returning at once (a call that
+  // waited for the reader would hang this test here).
+  const std::string line(100, 'x');
+  const size_t notes = 2 * Console::k_queue_limit / line.size();
+  for (size_t i = 0; i < notes; ++i) {
+    console->note(line);
+  }
+  std::string shown;
+  std::thread reader([&] {
+    char buffer[65536];
+    ssize_t got = 0;
+    while ((got = ::read(ends[0], buffer, sizeof buffer)) > 0) {
+      shown.append(buffer, static_cast<size_t>(got));
+    }
+  });
+  console->note("after the reader came back");
+  console.reset();
+  std::fclose(out);
+  reader.join();
+  ::close(ends[0]);
+
+  // What was dropped is said, with how much (once each time the terminal took text again),
+  // and every line is either shown or counted.
+  const std::string said = " line(s) of kiln's output were dropped while nothing read it";
+  size_t dropped = 0;
+  for (size_t at = shown.find(said); at != std::string::npos; at = shown.find(said, at + 1)) {
+    size_t count_start = shown.rfind("kiln: ", at) + 6;
+    dropped += std::stoul(shown.substr(count_start, at - count_start));
+  }
+  size_t written = 0;
+  for (size_t pos = shown.find("kiln: " + line + "\n"); pos != std::string::npos;
+       pos = shown.find("kiln: " + line + "\n", pos + 1)) {
+    ++written;
+  }
+  EXPECT_GT(dropped, 0u);
+  EXPECT_EQ(written + dropped, notes);
+  EXPECT_NE(shown.find("kiln: after the reader came back\n"), std::string::npos);
 }
 
 } // namespace
