@@ -50,6 +50,9 @@ struct TransientClass {
   std::vector<Pattern> unless;
   /// Retry even when two attempts fail with the same tail: measured to go green later.
   bool retry_despite_identical = false;
+  /// Match only lines the engine itself printed (its errors, a pull's messages), never what a
+  /// build step printed: a test suite that prints `unexpected EOF` and fails is no engine flake.
+  bool engine_only = false;
 };
 
 using Milliseconds = std::chrono::milliseconds;

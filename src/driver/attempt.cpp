@@ -32,6 +32,7 @@ const std::vector<TransientClass>& builtin_transient_classes() {
       {std::string(k_cache_import_class),
        builtin_patterns({"DeadlineExceeded", "httpReadSeeker", "no active session"}),
        {},
+       true,
        true},
       // A fetch inside a RUN step (curl, wget, git, pip, apt-get), as each prints a DNS hiccup,
       // a reset, a hang-up, its own timeout or a 429/502/503/504: the recordings in
@@ -76,18 +77,22 @@ const std::vector<TransientClass>& builtin_transient_classes() {
             R"(429 \(?Too Many Requests)", "StatusCode: 429,", "toomanyrequests",
             "net/http: request canceled", "http2: server sent GOAWAY"}),
        {},
-       false},
-      {"engine-session", builtin_patterns({"context deadline exceeded"}), {}, false},
+       false,
+       true},
+      {"engine-session", builtin_patterns({"context deadline exceeded"}), {}, false, true},
       {"storage-contention",
        builtin_patterns({"layer not known", "database is locked", "device or resource busy"}),
        {},
-       false},
+       false,
+       true},
+      // A snapshot mount that failed once may mount the next time; failing identically it
+      // will not (it retried an operation-not-permitted mount until the attempts ran out).
+      {"snapshot-mount", builtin_patterns({"failed to mount"}), {}, false, true},
       // Measured to go green on a later attempt even when the tail is identical. The checksum
       // error ending in `"<path>": not found` is a file missing from the context, found at parse
       // time: it fails the same way every time.
-      {"snapshot-mount",
-       builtin_patterns({"failed to mount", "failed to calculate checksum of ref"}),
-       builtin_patterns({R"(failed to calculate checksum of ref .*": not found)"}), true},
+      {"snapshot-checksum", builtin_patterns({"failed to calculate checksum of ref"}),
+       builtin_patterns({R"(failed to calculate checksum of ref .*": not found)"}), true, true},
   };
   return k_classes;
 }
@@ -164,13 +169,15 @@ const std::string* last_match(const Tail& window, const TransientClass& transien
 } // namespace
 
 FailureVerdict classify_failure(const Tail& tail, const std::optional<Tail>& previous_tail,
-                                int attempt, int budget,
-                                const std::vector<TransientClass>& classes) {
+                                int attempt, int budget, const std::vector<TransientClass>& classes,
+                                const Tail* engine_lines) {
   const Tail window = failure_window(tail);
+  const Tail engine_window = engine_lines != nullptr ? failure_window(*engine_lines) : window;
   FailureVerdict result;
   const TransientClass* transient = nullptr;
   for (const TransientClass& candidate : classes) {
-    if (const std::string* line = last_match(window, candidate)) {
+    const Tail& read = candidate.engine_only ? engine_window : window;
+    if (const std::string* line = last_match(read, candidate)) {
       transient = &candidate;
       result.class_name = candidate.name;
       result.matched_line = *line;

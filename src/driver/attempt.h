@@ -47,10 +47,12 @@ std::string normalise_line(const std::string& line);
 /// Classify the failure of attempt `attempt` (1-based) of a budget of `budget`, given this
 /// attempt's failing tail and the previous attempt's (nullopt on the first attempt).
 /// `classes` are tried in order; within the tail, the last matching line wins (it is the one
-/// closest to the failure).
+/// closest to the failure). A class that is `engine_only` reads `engine_lines` instead: the
+/// lines of `tail` the engine printed itself (BuildOutput::engine_evidence). nullptr: every
+/// line of `tail` is the tool's own (a push's or a pull's output).
 FailureVerdict classify_failure(const Tail& tail, const std::optional<Tail>& previous_tail,
-                                int attempt, int budget,
-                                const std::vector<TransientClass>& classes);
+                                int attempt, int budget, const std::vector<TransientClass>& classes,
+                                const Tail* engine_lines = nullptr);
 
 /// Classify an attempt stopped because the engine printed nothing for the stall limit, at step
 /// `step` (as step_name says it), after `silent_seconds` of silence. A stall is transient: a

@@ -71,12 +71,14 @@ AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request, Re
   lines.finish();
   outcome.progress = output->progress();
   outcome.evidence = output->evidence();
+  outcome.engine_evidence = output->engine_evidence();
   outcome.finished_build_stages = output->finished_build_stages();
   outcome.steps = output->steps();
   if (!outcome.exit.spawn_error.empty()) {
     log.write("kiln: " + outcome.exit.spawn_error + "\n");
     keep_last(tail, outcome.exit.spawn_error, k_console_tail_lines);
     outcome.evidence.push_back(outcome.exit.spawn_error);
+    outcome.engine_evidence.push_back(outcome.exit.spawn_error);
   }
   outcome.tail.assign(tail.begin(), tail.end());
   outcome.output = std::move(output);

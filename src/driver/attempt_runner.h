@@ -22,6 +22,7 @@ struct AttemptOutcome {
   ProcessExit exit;
   BuildProgress progress;
   Tail evidence;                        // the failing step's own output: what classification reads
+  Tail engine_evidence;                 // of it, the lines the engine printed itself
   Tail tail;                            // the last lines as printed, for the console
   std::string last_line_at_stop;        // the last line before a limit or the token stopped it
   std::vector<std::string> clip_lines;  // the engine's notes that it dropped a step's output

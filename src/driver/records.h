@@ -174,7 +174,7 @@ struct RunRecord {
                                   // refused:<gate>:<stage>[,...] | unverified:<gate>:<stage> |
                                   // interrupted | refused:disk | record-incomplete | crashed |
                                   // abandoned
-  std::string status_reason; // why it crashed, was abandoned or was interrupted (which signal)
+  std::string status_reason;      // why it crashed, was abandoned or was interrupted (which signal)
   std::vector<std::string> record_errors; // writes of this record that failed, first first
   std::vector<StageRecord> stages;
   std::vector<PhaseSummary> resources; // the sampler's summary per phase, once the run ended

@@ -562,6 +562,7 @@ AttemptOutcome Run::run_logged(const Stage& stage, const BuildRequest& request, 
     AttemptOutcome outcome;
     outcome.exit.spawn_error = "not started: its log cannot be written: " + log.error();
     outcome.evidence.push_back(outcome.exit.spawn_error);
+    outcome.engine_evidence = outcome.evidence;
     a.exit_code = -1;
     return outcome;
   }
@@ -839,7 +840,8 @@ Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
                                    human_duration(a.seconds), step_name(outcome.progress));
       previous_stall.reset();
     } else {
-      verdict = classify_failure(outcome.evidence, previous_tail, n, stage.attempts, m_classes);
+      verdict = classify_failure(outcome.evidence, previous_tail, n, stage.attempts, m_classes,
+                                 &outcome.engine_evidence);
       previous_stall.reset();
     }
     if (std::string explained = m_engine.explain_failure(outcome.evidence); !explained.empty()) {
@@ -870,8 +872,8 @@ Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
                                                        human_duration(a.seconds), record.failure));
       show_failing_step_errors(stage, log_path);
       m_console.failure_tail(outcome.tail, log_path);
-      salvage_failed_build({m_chain, m_engine, m_folder, m_console, m_options.no_salvage,
-                            m_cancel, [this] { save(); },
+      salvage_failed_build({m_chain, m_engine, m_folder, m_console, m_options.no_salvage, m_cancel,
+                            [this] { save(); },
                             [this](const std::function<void()>& work) {
                               Unlocked waiting(m_mutex);
                               work();

@@ -25,7 +25,7 @@ struct SalvageContext {
   const Engine& engine;
   RunFolder& folder;
   Console& console;
-  bool disabled;              // --no-salvage
+  bool disabled; // --no-salvage
   /// The run's: a signal or an internal error stops a re-drive as it stops a build.
   const CancelToken& cancel;
   std::function<void()> save; // rewrite the manifest after each re-drive

@@ -11,6 +11,7 @@
 #include "engine/buildah_layers.h"
 #include "engine/image_config.h"
 #include "util/fs.h"
+#include "util/pattern.h"
 #include "util/strings.h"
 
 namespace kiln {
@@ -268,13 +269,14 @@ public:
       // Earlier steps' lines differ between attempts (built, then served from the cache) and
       // say nothing about the failure, so the evidence starts over with every step.
       m_evidence.clear();
+      m_engine_evidence.clear();
       m_evidence_step = m_progress.step;
       m_evidence_build_stage = m_progress.build_stage;
     }
     if (!echoes_instruction(line)) {
-      m_evidence.emplace_back(line);
-      if (m_evidence.size() > k_failure_tail_lines) {
-        m_evidence.pop_front();
+      keep_last(m_evidence, line);
+      if (!m_run_step || printed_by_buildah(line)) {
+        keep_last(m_engine_evidence, line);
       }
     }
     return changed;
@@ -283,6 +285,10 @@ public:
   const BuildProgress& progress() const override { return m_progress; }
 
   Tail evidence() const override { return Tail(m_evidence.begin(), m_evidence.end()); }
+
+  Tail engine_evidence() const override {
+    return Tail(m_engine_evidence.begin(), m_engine_evidence.end());
+  }
 
   std::vector<StepSeen> steps() const override { return m_steps; }
 
@@ -311,6 +317,10 @@ private:
     m_progress.step = header.step;
     m_progress.steps = header.steps;
     m_progress.instruction = std::string(line);
+    std::string_view instruction = line;
+    take_step_header(instruction, header);
+    m_run_step = instruction.size() > 4 &&
+                 (instruction.substr(0, 4) == "RUN " || instruction.substr(0, 4) == "run ");
     // buildah makes each `--label` a LABEL step of its own after the Dockerfile's last; kiln's
     // provenance is not the Dockerfile's work, and a step count must not change with it.
     m_kiln_step = line.starts_with(k_kiln_label_step);
@@ -319,6 +329,23 @@ private:
       m_steps.push_back({std::string(line), false});
     }
     return true;
+  }
+
+  static void keep_last(std::deque<std::string>& lines, std::string_view line) {
+    lines.emplace_back(line);
+    if (lines.size() > k_failure_tail_lines) {
+      lines.pop_front();
+    }
+  }
+
+  /// buildah's own lines inside a RUN step, as it prints them (tests/fixtures/buildah-1.28.2):
+  /// its error, its logrus lines (`time="..." level=warning msg=...`, or `WARN[0000] ...` on a
+  /// terminal), and the runtime's verdict on the step's command.
+  static bool printed_by_buildah(std::string_view line) {
+    static const Pattern k_own = Pattern::builtin(
+        R"(^(Error: |error building at STEP |time="[^"]*" level=|(WARN|ERRO|FATA)\[\d+\] |)"
+        R"(subprocess exited with status |error running container: ))");
+    return k_own.search(line);
   }
 
   /// A step header, or the error quoting the step: the Dockerfile's text, not the build's.
@@ -331,8 +358,10 @@ private:
 
   BuildProgress m_progress;
   bool m_kiln_step = false; // the step running is one of kiln's labels
+  bool m_run_step = false;  // the step running is a RUN: what it prints is its command's
   std::vector<StepSeen> m_steps;
   std::deque<std::string> m_evidence;
+  std::deque<std::string> m_engine_evidence; // of m_evidence, buildah's own lines
   int m_evidence_step = 0;
   int m_evidence_build_stage = 0;
 };

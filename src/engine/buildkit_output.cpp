@@ -47,6 +47,14 @@ bool BuildkitOutput::feed(std::string_view line) {
 }
 
 Tail BuildkitOutput::evidence() const {
+  return failure_lines(false);
+}
+
+Tail BuildkitOutput::engine_evidence() const {
+  return failure_lines(true);
+}
+
+Tail BuildkitOutput::failure_lines(bool engine_only) const {
   Tail evidence;
   const auto& vertices = m_plain.vertices();
   // The last vertex that failed: an earlier one (a registry cache import that could not
@@ -54,8 +62,13 @@ Tail BuildkitOutput::evidence() const {
   auto failed = std::find_if(vertices.rbegin(), vertices.rend(),
                              [](const Vertex& v) { return v.state == VertexState::error; });
   if (failed != vertices.rend()) {
-    size_t first =
-        failed->logs.size() > k_failure_tail_lines ? failed->logs.size() - k_failure_tail_lines : 0;
+    const bool run_step =
+        failed->kind == VertexKind::step &&
+        (failed->instruction.starts_with("RUN ") || failed->instruction.starts_with("run "));
+    size_t first = engine_only && run_step ? failed->logs.size()
+                   : failed->logs.size() > k_failure_tail_lines
+                       ? failed->logs.size() - k_failure_tail_lines
+                       : 0;
     evidence.assign(failed->logs.begin() + static_cast<std::ptrdiff_t>(first), failed->logs.end());
     evidence.push_back("ERROR: " + without_quoted_command(failed->error));
   }

@@ -14,6 +14,7 @@ public:
   bool feed(std::string_view line) override;
   const BuildProgress& progress() const override { return m_progress; }
   Tail evidence() const override;
+  Tail engine_evidence() const override;
   std::vector<std::string> finished_build_stages() const override;
   std::string failed_build_stage() const override;
   std::vector<StepSeen> steps() const override;
@@ -21,6 +22,10 @@ public:
   const PlainProgress& plain() const { return m_plain; }
 
 private:
+  /// evidence(), or with `engine_only` the lines BuildKit printed itself: a RUN step's output
+  /// left out, every other vertex's (a cache import, a pull) kept.
+  Tail failure_lines(bool engine_only) const;
+
   PlainProgress m_plain;
   BuildProgress m_progress;
   std::deque<std::string> m_other; // lines buildctl printed outside any vertex

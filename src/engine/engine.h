@@ -110,6 +110,9 @@ public:
   /// read. Lines that only repeat the Dockerfile's text are left out, or a RUN that mentions a
   /// flake's message would look like the flake.
   virtual Tail evidence() const = 0;
+  /// Of evidence(), the lines the engine printed itself (its error lines, what a pull or a cache
+  /// import said), in order; never what a build step's command printed.
+  virtual Tail engine_evidence() const = 0;
 
   /// Dockerfile stages every step of which finished (built or served from the cache), in the
   /// order they finished, and the stage whose step failed; empty where the engine's output does

@@ -22,7 +22,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (progress.steps_cached < 0 || progress.steps_run < 0) {
     std::abort();
   }
-  if (output->evidence().size() > k_failure_tail_lines) {
+  // The engine's own lines are some of the evidence, never more.
+  if (output->evidence().size() > k_failure_tail_lines ||
+      output->engine_evidence().size() > output->evidence().size()) {
     std::abort();
   }
   return 0;

@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::abort();
   }
   Tail evidence = output->evidence();
-  if (evidence.size() > k_failure_tail_lines) {
+  if (evidence.size() > k_failure_tail_lines ||
+      output->engine_evidence().size() > evidence.size()) {
     std::abort();
   }
   (void)engine.explain_failure(evidence);

@@ -88,8 +88,7 @@ TEST(RunHistory, AStageSlowedOnPurposeIsFlaggedAtTheEndOfTheRunAndInTheHistory) 
   }
   ASSERT_EQ(doc["stages"].size(), 5u);
   for (const json& stage : doc["stages"]) {
-    EXPECT_EQ(stage["regression"].get<bool>(), regressed.count(stage["stage"]) > 0)
-        << stage.dump();
+    EXPECT_EQ(stage["regression"].get<bool>(), regressed.count(stage["stage"]) > 0) << stage.dump();
     EXPECT_EQ(stage["runs"].size(), stage["stage"] == "libs" ? 4u : 2u) << stage.dump();
   }
 

@@ -108,9 +108,8 @@ TEST(RunSignals, AStdoutNobodyReadsNeverHoldsABuild) {
 
   ProcessExit exit;
   std::thread run([&] {
-    ProcessSpec spec{{"sh", "-c", "exec \"$0\" run chain.toml >console 2>&1", KILN_BINARY},
-                     {},
-                     dir.path()};
+    ProcessSpec spec{
+        {"sh", "-c", "exec \"$0\" run chain.toml >console 2>&1", KILN_BINARY}, {}, dir.path()};
     exit = run_process(spec, [](std::string_view) {});
   });
   // The run ends while nothing reads: its record says so before the reader starts.

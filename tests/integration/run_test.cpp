@@ -136,7 +136,7 @@ TEST(Run, TransientFailureIsRetriedAndRecorded) {
   write_two_stage_chain(dir, "RUN --mount=type=cache,id=flake-" + dir.nonce() +
                                  ",target=/state if [ -e /state/tried ]; then echo fetched; "
                                  "else touch /state/tried; "
-                                 "echo 'read tcp 127.0.0.1:5000: connection reset by peer'; "
+                                 "echo 'curl: (56) Recv failure: Connection reset by peer'; "
                                  "exit 1; fi\n");
 
   KilnResult result = dir.kiln({"run", "chain.toml"});
@@ -145,18 +145,18 @@ TEST(Run, TransientFailureIsRetriedAndRecorded) {
   EXPECT_EQ(work["status"], "ok");
   ASSERT_EQ(work["attempts"].size(), 2u);
   EXPECT_EQ(work["attempts"][0]["verdict"], "retry");
-  EXPECT_EQ(work["attempts"][0]["transient_class"], "registry-network");
+  EXPECT_EQ(work["attempts"][0]["transient_class"], "fetch-network");
   EXPECT_EQ(work["attempts"][0]["matched_line"],
-            "read tcp 127.0.0.1:5000: connection reset by peer");
+            "curl: (56) Recv failure: Connection reset by peer");
   EXPECT_EQ(work["attempts"][1]["verdict"], "ok");
   // Each attempt keeps its own log.
-  EXPECT_NE(dir.read("records/latest/stages/work.attempt-1.log").find("connection reset"),
+  EXPECT_NE(dir.read("records/latest/stages/work.attempt-1.log").find("Recv failure"),
             std::string::npos);
   EXPECT_NE(dir.read("records/latest/stages/work.attempt-2.log").find("fetched"),
             std::string::npos);
   std::string driver_log = dir.read("records/latest/driver.log");
-  EXPECT_NE(driver_log.find("class registry-network, matched line: \"read tcp 127.0.0.1:5000: "
-                            "connection reset by peer\""),
+  EXPECT_NE(driver_log.find("class fetch-network, matched line: \"curl: (56) Recv failure: "
+                            "Connection reset by peer\""),
             std::string::npos)
       << driver_log;
 }
@@ -167,7 +167,8 @@ TEST(Run, IdenticalTransientFailureIsRefusedOnTheSecondAttempt) {
   // 2: its lines differ, and must not hide that the failing step failed identically.
   write_two_stage_chain(dir, "RUN echo " + dir.nonce() +
                                  " > /fresh\n"
-                                 "RUN echo 'dial tcp 127.0.0.1:5000: i/o timeout'; exit 1\n");
+                                 "RUN echo 'curl: (28) Operation timed out after 30000 "
+                                 "milliseconds with 0 bytes received'; exit 28\n");
 
   KilnResult result = dir.kiln({"run", "chain.toml"});
   EXPECT_EQ(result.exit_code, 1) << result.output;
@@ -178,6 +179,22 @@ TEST(Run, IdenticalTransientFailureIsRefusedOnTheSecondAttempt) {
   EXPECT_NE(work["attempts"][1]["reason"].get<std::string>().find("attempt 1"), std::string::npos)
       << work["attempts"][1]["reason"];
   EXPECT_NE(dir.read("records/latest/driver.log").find("refused-identical"), std::string::npos);
+}
+
+TEST(Run, ATestSuitePrintingAnEnginesErrorsAndFailingIsNotRetried) {
+  ChainDir dir;
+  // The words of buildah's and BuildKit's own flakes, printed by the step's command: its own
+  // failure, which a retry would only repeat.
+  write_two_stage_chain(dir, "RUN echo " + dir.nonce() +
+                                 "; echo 'test_stream FAILED: unexpected EOF'; "
+                                 "echo 'E   sqlite3.OperationalError: database is locked'; "
+                                 "echo 'failed to mount /data'; exit 1\n");
+  KilnResult result = dir.kiln({"run", "chain.toml"});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  json work = dir.latest_manifest()["stages"][1];
+  ASSERT_EQ(work["attempts"].size(), 1u) << work.dump(2);
+  EXPECT_EQ(work["attempts"][0]["verdict"], "permanent");
+  EXPECT_EQ(work["attempts"][0]["transient_class"], "");
 }
 
 TEST(Run, InterruptStopsTheEngineAndRecordsIt) {

@@ -49,17 +49,19 @@ std::vector<TransientClass> with_builtins(std::vector<TransientClass> first) {
 
 // ---- the built-in table ----
 
-TEST(BuiltinTransientClasses, NamesInOrderAndOnlySnapshotMountRetriedDespiteIdentical) {
+TEST(BuiltinTransientClasses, NamesInOrderAndWhichReadOnlyTheEnginesLines) {
   std::vector<std::string> names;
   for (const TransientClass& transient : builtins()) {
     names.push_back(transient.name);
     EXPECT_EQ(transient.retry_despite_identical,
-              transient.name == "snapshot-mount" || transient.name == "cache-import");
+              transient.name == "snapshot-checksum" || transient.name == "cache-import");
+    // A fetch inside a RUN is the one flake a step's own output shows.
+    EXPECT_EQ(transient.engine_only, transient.name != "fetch-network") << transient.name;
     EXPECT_FALSE(transient.patterns.empty()) << transient.name;
   }
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"cache-import", "fetch-network", "registry-network",
-                                      "engine-session", "storage-contention", "snapshot-mount"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"cache-import", "fetch-network", "registry-network",
+                                             "engine-session", "storage-contention",
+                                             "snapshot-mount", "snapshot-checksum"}));
 }
 
 TEST(VerdictName, EveryVerdict) {
@@ -306,7 +308,7 @@ TEST(ClassifyFailure, EphemeralPortsAreNotNormalisedAway) {
   EXPECT_EQ(classify_failure(second, first, 2, 3, builtins()).verdict, Verdict::retry);
 }
 
-TEST(ClassifyFailure, SnapshotMountIsRetriedDespiteAnIdenticalTail) {
+TEST(ClassifyFailure, SnapshotChecksumIsRetriedDespiteAnIdenticalTailAndAMountIsNot) {
   // As reported in docker/build-push-action#937: a walk of a mount that went away mid-build.
   const Tail tail = {"#12 ERROR: failed to calculate checksum of ref "
                      "sskfjkf86ntslfbvad7pfphx5::rf06xaafkysvr9wmnmknn2uff: failed to walk "
@@ -314,15 +316,38 @@ TEST(ClassifyFailure, SnapshotMountIsRetriedDespiteAnIdenticalTail) {
                      "/tmp/buildkit-mount3059587245/config: no such file or directory"};
   const FailureVerdict verdict = classify_failure(tail, tail, 2, 3, builtins());
   EXPECT_EQ(verdict.verdict, Verdict::retry);
-  EXPECT_EQ(verdict.class_name, "snapshot-mount");
+  EXPECT_EQ(verdict.class_name, "snapshot-checksum");
   EXPECT_EQ(verdict.matched_line, tail.front());
-  EXPECT_EQ(verdict.reason, "failed exactly as attempt 1 did (class 'snapshot-mount'), retried "
-                            "anyway: this class clears on a later attempt");
+  EXPECT_EQ(verdict.reason, "failed exactly as attempt 1 did (class 'snapshot-checksum'), "
+                            "retried anyway: this class clears on a later attempt");
 
   const Tail mount = {"failed to solve: failed to mount /tmp/buildkit-mount850435638: "
                       "[{Type:bind Source:/tmp/img/runc/native/snapshots/snapshots/2 "
                       "Options:[ro rbind]}]: operation not permitted"};
-  EXPECT_EQ(classify_failure(mount, mount, 2, 3, builtins()).verdict, Verdict::retry);
+  EXPECT_EQ(classify_failure(mount, std::nullopt, 1, 3, builtins()).verdict, Verdict::retry);
+  const FailureVerdict again = classify_failure(mount, mount, 2, 3, builtins());
+  EXPECT_EQ(again.verdict, Verdict::refused_identical);
+  EXPECT_EQ(again.class_name, "snapshot-mount");
+}
+
+TEST(ClassifyFailure, EngineClassesReadOnlyWhatTheEnginePrintedAndAFetchReadsTheStep) {
+  // A test suite inside a RUN prints an engine's words and fails: a failure of its own.
+  const Tail tail = {"test_stream.py::test_read FAILED", "E   unexpected EOF",
+                     "E   database is locked", "Error: building at STEP: exit status 1"};
+  const Tail engine = {"Error: building at STEP: exit status 1"};
+  const FailureVerdict step = classify_failure(tail, std::nullopt, 1, 3, builtins(), &engine);
+  EXPECT_EQ(step.verdict, Verdict::permanent);
+  EXPECT_EQ(step.class_name, "");
+  // The same words from the engine itself are its flake.
+  const Tail pulled = {"Error: creating build container: reading blob: unexpected EOF"};
+  EXPECT_EQ(classify_failure(pulled, std::nullopt, 1, 3, builtins(), &pulled).class_name,
+            "registry-network");
+  // A fetch the step made is read in the step's output.
+  const Tail fetch = {"curl: (56) Recv failure: Connection reset by peer",
+                      "Error: building at STEP: exit status 56"};
+  const Tail fetch_engine = {"Error: building at STEP: exit status 56"};
+  EXPECT_EQ(classify_failure(fetch, std::nullopt, 1, 3, builtins(), &fetch_engine).class_name,
+            "fetch-network");
 }
 
 // ---- classify_failure: exhausted ----

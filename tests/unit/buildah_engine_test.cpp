@@ -117,6 +117,32 @@ TEST(BuildahEngine, EvidenceIsTheFailingStepWithoutItsEcho) {
   EXPECT_EQ(output->evidence(), (Tail{"cc: error: foo.c"}));
 }
 
+TEST(BuildahEngine, EngineEvidenceIsBuildahsOwnLinesInARunAndEveryLineElsewhere) {
+  auto output = BuildahEngine("chroot").read_output();
+  for (const char* line :
+       {"STEP 1/2: FROM 127.0.0.1:5000/base", "Trying to pull 127.0.0.1:5000/base...",
+        "STEP 2/2: RUN ./run-tests", "test_stream FAILED: unexpected EOF",
+        "time=\"2026-12-02T14:17:15Z\" level=error msg=\"unmounting: device or resource busy\"",
+        "Error: building at STEP \"RUN ./run-tests\": exit status 1"}) {
+    output->feed(line);
+  }
+  EXPECT_EQ(output->evidence(),
+            (Tail{"test_stream FAILED: unexpected EOF",
+                  "time=\"2026-12-02T14:17:15Z\" level=error msg=\"unmounting: device or resource "
+                  "busy\""}));
+  EXPECT_EQ(output->engine_evidence(),
+            (Tail{"time=\"2026-12-02T14:17:15Z\" level=error msg=\"unmounting: device or resource "
+                  "busy\""}));
+  // Before any RUN (a pull for FROM), every line is buildah's.
+  auto pulling = BuildahEngine("chroot").read_output();
+  for (const char* line : {"STEP 1/2: FROM 127.0.0.1:5000/base",
+                           "Error: creating build container: reading blob: unexpected EOF"}) {
+    pulling->feed(line);
+  }
+  EXPECT_EQ(pulling->engine_evidence(),
+            (Tail{"Error: creating build container: reading blob: unexpected EOF"}));
+}
+
 TEST(BuildahEngine, ArgvSpellsEveryPartOfTheRequest) {
   BuildahEngine engine("chroot");
   BuildRequest request;

@@ -406,6 +406,16 @@ TEST(BuildkitOutput, RunFailureEvidenceIsTheVertexOwnOutputWithoutTheCommand) {
   EXPECT_EQ(output->finished_build_stages(), (std::vector<std::string>{"base", "work"}));
 }
 
+TEST(BuildkitOutput, EngineEvidenceLeavesOutWhatARunStepPrinted) {
+  auto output = replay(fixture("build-fail-run.stderr"));
+  EXPECT_EQ(output->engine_evidence(),
+            (Tail{"ERROR: process did not complete successfully: exit code: 3",
+                  "error: failed to solve: process did not complete successfully: exit code: 3"}));
+  // A vertex that is no RUN step (a cache import) is the engine's own work: its lines stay.
+  auto import = replay(fixture("build-import-registry-unreachable.stderr"));
+  EXPECT_EQ(import->engine_evidence(), import->evidence());
+}
+
 TEST(BuildkitOutput, AnImportThatCouldNotConnectIsNotTheFailure) {
   // The registry import failed (an ERROR vertex) but the build went on; a later failure's
   // evidence is the later vertex, and a build with no solve error has none.

@@ -140,8 +140,8 @@ TEST_F(RunLoop, AnExceptionInsideTheRunEndsItCrashedWithTheReasonRecorded) {
 
 TEST_F(RunLoop, ARetryWaitsItsCooldownOnTheClockAndEveryAttemptIsRecorded) {
   write_chain();
-  m_engine.script("base", {FakeBuild::failing("curl: (56) Connection reset by peer"),
-                           FakeBuild::failing("curl: (56) Connection reset by peer again"),
+  m_engine.script("base", {FakeBuild::failing("curl: (56) Recv failure: Connection reset by peer"),
+                           FakeBuild::failing("curl: (18) transfer closed with 3 bytes remaining"),
                            FakeBuild::ok()});
   EXPECT_EQ(run(), k_exit_ok) << m_output;
   EXPECT_EQ(m_clock.sleeps(), (std::vector<std::chrono::milliseconds>{std::chrono::seconds(1),
@@ -149,7 +149,7 @@ TEST_F(RunLoop, ARetryWaitsItsCooldownOnTheClockAndEveryAttemptIsRecorded) {
   json attempts = manifest()["stages"][0]["attempts"];
   ASSERT_EQ(attempts.size(), 3u);
   EXPECT_EQ(attempts[0]["verdict"], "retry");
-  EXPECT_EQ(attempts[0]["transient_class"], "registry-network");
+  EXPECT_EQ(attempts[0]["transient_class"], "fetch-network");
   EXPECT_EQ(attempts[2]["verdict"], "ok");
 }
 
