@@ -24,6 +24,9 @@ bool BuildkitOutput::feed(std::string_view line) {
       m_other.pop_front();
     }
   }
+  if (kind == LineKind::log) {
+    return false; // a step's output changes no step and no count: the most common line, cheap
+  }
   BuildProgress before = m_progress;
   if (const Vertex* vertex = m_plain.current(); vertex && vertex->kind == VertexKind::step) {
     m_progress.build_stage_name = vertex->stage;

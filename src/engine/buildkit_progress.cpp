@@ -7,6 +7,15 @@ namespace kiln {
 
 namespace {
 
+/// Append `item`, and once twice k_vertex_lines_kept are held drop the older half: the last
+/// lines stay, at an amortised constant cost per line.
+template <typename T> void keep_tail(std::vector<T>& items, T item) {
+  items.push_back(std::move(item));
+  if (items.size() >= 2 * k_vertex_lines_kept) {
+    items.erase(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(k_vertex_lines_kept));
+  }
+}
+
 // printErrorLogs in display.go frames the logs it replays for a failed vertex with this.
 constexpr std::string_view k_replay_rule = "------";
 // errdefs.Source.Print frames the Dockerfile excerpt with this.
@@ -302,7 +311,7 @@ LineKind PlainProgress::feed(std::string_view line) {
     return LineKind::other;
   }
   if (auto log = parse_client_log(line)) {
-    m_client_logs.push_back(std::move(*log));
+    keep_tail(m_client_logs, std::move(*log));
     return LineKind::client_log;
   }
   if (auto first_line = excerpt_opening_line(line)) {
@@ -359,7 +368,8 @@ LineKind PlainProgress::feed_event(Vertex& vertex, std::string_view rest) {
     if (is_clip_marker(*text)) {
       vertex.clipped = true;
     } else {
-      vertex.logs.emplace_back(*text);
+      keep_tail(vertex.logs, std::string(*text));
+      ++vertex.log_lines;
     }
     return LineKind::log;
   }
@@ -388,10 +398,10 @@ LineKind PlainProgress::feed_event(Vertex& vertex, std::string_view rest) {
     return LineKind::error;
   }
   if (rest.starts_with("WARN: ")) {
-    vertex.warnings.emplace_back(rest.substr(6));
+    keep_tail(vertex.warnings, std::string(rest.substr(6)));
     return LineKind::warning;
   }
-  vertex.statuses.emplace_back(rest);
+  keep_tail(vertex.statuses, std::string(rest));
   return LineKind::status;
 }
 

@@ -27,11 +27,14 @@ struct Vertex {
   int steps = 0;
   std::string instruction; // a step's instruction text
   VertexState state = VertexState::running;
-  std::optional<double> seconds;     // from DONE x.ys
-  std::string error;                 // after "ERROR: "
+  std::optional<double> seconds; // from DONE x.ys
+  std::string error;             // after "ERROR: "
+  // What a vertex printed, each its last lines only (at least k_vertex_lines_kept): a step's
+  // output may be gigabytes, and the stage log on disk has all of it.
   std::vector<std::string> logs;     // log text without the "#N 0.123 " prefix, in order
   std::vector<std::string> statuses; // status lines without the "#N " prefix
   std::vector<std::string> warnings;
+  size_t log_lines = 0; // every log line it printed, kept or not
   bool clipped = false;
 };
 
@@ -58,6 +61,10 @@ struct ClientLog {
   std::string message;
 };
 
+/// How many of its last lines of each kind a vertex keeps, at the least: as many as a failure's
+/// evidence reads.
+constexpr size_t k_vertex_lines_kept = 64;
+
 /// The kind, stage, step and instruction a vertex name implies; the other fields stay default.
 Vertex classify_vertex_name(std::string_view name);
 
@@ -73,6 +80,7 @@ public:
   const Vertex* failed() const;  // the first vertex in state error, or nullptr
   const std::string& solve_error() const { return m_solve_error; } // after "error: "
   int dockerfile_line() const { return m_dockerfile_line; }        // 0 when no excerpt
+  /// The last client log lines (at least k_vertex_lines_kept).
   const std::vector<ClientLog>& client_logs() const { return m_client_logs; }
   int steps() const;        // Dockerfile step vertices seen
   int steps_cached() const; // of those, CACHED

@@ -306,6 +306,39 @@ Recording load_build_recording(const std::string& case_name) {
   return rec;
 }
 
+/// Whether `line` is a log line printed under a numbered vertex: `#6 0.262 hi line 2`.
+bool is_vertex_log_line(const std::string& line) {
+  size_t space = line.find(' ');
+  if (line.size() < 4 || line[0] != '#' || line[1] == '0' || space == std::string::npos ||
+      line.find_first_not_of("0123456789", 1) != space) {
+    return false;
+  }
+  size_t second = line.find(' ', space + 1);
+  return second != std::string::npos && line.find_first_not_of("0123456789.", space + 1) == second;
+}
+
+/// With KILN_FAKE_BUILDCTL_LOG_MB=N, the recording's first vertex log line is printed again
+/// and again until N MiB of it are out: a step of a recorded shape that prints for gigabytes.
+void print_repeated(int fd, const std::string& line) {
+  long mib = 0;
+  try {
+    mib = std::stol(env_or("KILN_FAKE_BUILDCTL_LOG_MB", "0"));
+  } catch (const std::exception&) {
+    unrecorded("KILN_FAKE_BUILDCTL_LOG_MB is not a number");
+  }
+  if (mib <= 0 || line.empty()) {
+    return;
+  }
+  std::string block;
+  while (block.size() + line.size() <= (1 << 20)) {
+    block += line;
+  }
+  const auto total = static_cast<unsigned long long>(mib) << 20;
+  for (unsigned long long written = 0; written < total; written += block.size()) {
+    write_all(fd, block);
+  }
+}
+
 /// Prints `pieces` (fd, line) one at a time with the configured pause between them, so kiln
 /// sees output arrive over time and a test can interrupt a build halfway.
 void replay(const std::vector<std::pair<int, std::string>>& pieces) {
@@ -315,11 +348,16 @@ void replay(const std::vector<std::pair<int, std::string>>& pieces) {
   } catch (const std::exception&) {
     unrecorded("KILN_FAKE_BUILDCTL_DELAY_MS is not a number");
   }
+  bool repeated = false;
   for (size_t i = 0; i < pieces.size(); ++i) {
     if (i > 0 && delay_ms > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     }
     write_all(pieces[i].first, pieces[i].second);
+    if (!repeated && is_vertex_log_line(pieces[i].second)) {
+      repeated = true;
+      print_repeated(pieces[i].first, pieces[i].second);
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 // (tests/fixtures/buildkit-v0.11.6) and writes the OCI layouts, metadata and cache exports a
 // real build leaves, so the stage handoff between stages is real.
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -252,6 +253,52 @@ TEST(BuildkitRun, RunFailureIsNotRetriedAndSalvageLandsTheFinishedTargets) {
   std::string slug = "records/cache/bk" + dir.nonce() + "-work-amd64/index.json";
   EXPECT_FALSE(dir.read(slug).empty());
   EXPECT_FALSE(dir.read("records/latest/" + stage["salvage"][1]["log"].get<std::string>()).empty());
+}
+
+/// The largest peak resident set (VmHWM, in KiB) `pid` reported while it ran.
+long peak_rss_kib(int pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      return std::stol(line.substr(6));
+    }
+  }
+  return -1;
+}
+
+TEST(BuildkitRun, ThreeHundredMegabytesOfAStepsOutputCostKilnUnder64MiB) {
+  ChainDir dir;
+  write_work_chain(dir, "", "");
+  FakeBuildkit fake(dir);
+  fake.plan("work.Dockerfile build-fresh\n");
+  const std::string chain = (dir.path() / "chain.toml").string();
+  std::atomic<bool> ended{false};
+  KilnResult run;
+  std::thread kiln([&] {
+    run = dir.kiln({"run", chain}, nullptr, fake.env({{"KILN_FAKE_BUILDCTL_LOG_MB", "300"}}));
+    ended = true;
+  });
+  // The kiln process's own peak, read while it runs; VmHWM only grows, so the last reading is
+  // as high as any before it.
+  long peak = -1;
+  while (!ended) {
+    for (int pid : processes_matching("run " + chain)) {
+      std::string comm;
+      std::ifstream("/proc/" + std::to_string(pid) + "/comm") >> comm;
+      if (comm == "kiln") {
+        peak = std::max(peak, peak_rss_kib(pid));
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kiln.join();
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_GE(std::filesystem::file_size(dir.path() / "records/latest/stages/work.attempt-1.log"),
+            300u << 20)
+      << "the stage log keeps every byte";
+  ASSERT_GT(peak, 0) << "kiln was never seen running";
+  std::cout << "kiln's peak resident set through 300 MiB of a step's output: " << peak << " KiB\n";
+  EXPECT_LT(peak, 64 * 1024) << "kiln's peak resident set, KiB";
 }
 
 TEST(BuildkitRun, EachSalvageTargetIsBoundedByItsTimeout) {

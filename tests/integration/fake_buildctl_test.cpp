@@ -77,7 +77,8 @@ protected:
   Result run(const std::vector<std::string>& args, const std::string& env = "") const {
     std::string command = "cd " + shell_quote(m_dir.string()) +
                           " && env -u KILN_FAKE_BUILDCTL_PLAN -u KILN_FAKE_BUILDCTL_UNREACHABLE"
-                          " -u KILN_FAKE_BUILDCTL_DELAY_MS -u KILN_FAKE_BUILDCTL_PROBE_MS"
+                          " -u KILN_FAKE_BUILDCTL_DELAY_MS -u KILN_FAKE_BUILDCTL_PROBE_MS -u "
+                          "KILN_FAKE_BUILDCTL_LOG_MB"
                           " -u KILN_FAKE_BUILDKIT_VERSION -u BUILDKIT_HOST"
                           " KILN_FAKE_BUILDCTL_LOG=log.jsonl " +
                           env + " " + shell_quote(k_fake.string());
