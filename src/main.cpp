@@ -8,6 +8,7 @@
 #include "cli/lint_command.h"
 #include "cli/logs_command.h"
 #include "cli/report_command.h"
+#include "cli/trace_command.h"
 #include "cli/resources_command.h"
 #include "cli/run_command.h"
 #include "driver/crash.h"
@@ -43,6 +44,8 @@ int dispatch(int argc, char** argv) {
   kiln::add_history_command(app, history_args, history, history_prune);
   kiln::ReportArgs report_args;
   CLI::App* report = kiln::add_report_command(app, report_args);
+  kiln::TraceArgs trace_args;
+  CLI::App* trace = kiln::add_trace_command(app, trace_args);
   kiln::AttestArgs attest_args;
   CLI::App* attest_verify = kiln::add_attest_command(app, attest_args);
   try {
@@ -88,6 +91,9 @@ int dispatch(int argc, char** argv) {
   }
   if (report->parsed()) {
     return kiln::report_command(report_args);
+  }
+  if (trace->parsed()) {
+    return kiln::trace_command(trace_args);
   }
   if (attest_verify->parsed()) {
     return kiln::attest_verify_command(attest_args);

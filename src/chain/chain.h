@@ -239,6 +239,9 @@ struct Chain {
   GateSettings gates;
   PublishSettings publish;
   HistorySettings history;
+  /// [trace] otlp_endpoint: where the run's spans go over OTLP/HTTP when it ends ("": nowhere,
+  /// unless OTEL_EXPORTER_OTLP_ENDPOINT names one).
+  std::string otlp_endpoint;
   std::filesystem::path versions_file; // absolute; empty when the chain names none
   std::filesystem::path records;       // absolute
   KeyValues versions;                  // pins from versions_file, in file order

@@ -32,7 +32,7 @@ const std::vector<std::string> k_isolations = {"chroot", "oci", "rootless"};
 
 const std::vector<std::string> k_top_keys = {"chain", "engine",    "defaults", "transient", "cache",
                                              "disk",  "resources", "gates",    "smoke",     "stage",
-                                             "lane",  "publish",   "history"};
+                                             "lane",  "publish",   "history",  "trace"};
 const std::vector<std::string> k_lane_keys = {"name", "platform", "host",      "ca",
                                               "cert", "key",      "build_args"};
 const std::vector<std::string> k_gates_keys = {"host_env_names",     "cache_mount_targets",
@@ -43,6 +43,7 @@ const std::vector<std::string> k_smoke_keys = {"min_passed", "max_skipped"};
 const std::vector<std::string> k_publish_keys = {"index", "tls_verify", "require_smoke", "sign",
                                                  "verify"};
 const std::vector<std::string> k_history_keys = {"regression_percent", "regression_seconds"};
+const std::vector<std::string> k_trace_keys = {"otlp_endpoint"};
 const std::vector<std::string> k_disk_keys = {
     "path",       "need_gb",          "guard_gb",        "floor_gb",
     "keep_slugs", "buildkit_keep_gb", "watch_interval_s"};
@@ -255,6 +256,7 @@ private:
   void read_resources(const toml::table& root);
   void read_publish(const toml::table& root);
   void read_history(const toml::table& root);
+  void read_trace(const toml::table& root);
   void read_gates(const toml::table& root);
   void read_smoke(const toml::table& root);
   /// An array of strings; `what` says what one entry is, for the error on a non-string.
@@ -1403,6 +1405,24 @@ void Loader::read_history(const toml::table& root) {
   }
 }
 
+void Loader::read_trace(const toml::table& root) {
+  const auto* table = get<toml::table>(root, "at the top level", "trace");
+  if (!table) {
+    return;
+  }
+  check_keys(*table, "in [trace]", k_trace_keys);
+  if (const toml::node* node = table->get("otlp_endpoint")) {
+    const auto* text = node->as_string();
+    if (text == nullptr || !text->get().starts_with("http://")) {
+      error(pos(*node), "'otlp_endpoint' in [trace] must be an http:// URL",
+            "write it like \"http://127.0.0.1:4318\" (an OpenTelemetry collector's OTLP/HTTP "
+            "port)");
+    } else {
+      m_chain.otlp_endpoint = text->get();
+    }
+  }
+}
+
 void Loader::read_publish(const toml::table& root) {
   const auto* table = get<toml::table>(root, "at the top level", "publish");
   if (!table) {
@@ -1783,6 +1803,7 @@ tl::expected<Chain, Diagnostics> Loader::load() {
   read_smoke(root);
   read_publish(root);
   read_history(root);
+  read_trace(root);
   for (const auto* table : tables_in(root, "transient")) {
     read_transient(*table);
   }

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include <unistd.h>
 
@@ -51,6 +52,11 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
                 "not depend on it)");
   run->add_flag("--no-salvage", args.no_salvage,
                 "Do not re-drive a failed stage's finished targets to land its cache export");
+  run->add_option("--progress", args.progress,
+                  "How the run shows itself: auto (a live view on a terminal, else plain lines), "
+                  "tty, plain, or json (its events as JSON lines on stdout, docs/events.md; the "
+                  "human view goes to stderr)")
+      ->check(CLI::IsMember({"auto", "tty", "plain", "json"}));
   run->add_flag("--report", args.report,
                 "When the run ends, however it ends, write report.html beside its manifest "
                 "(see kiln report)");
@@ -108,9 +114,18 @@ int run_command(const RunArgs& args) {
   options.build_arg_overrides = std::move(*overrides);
   install_interrupt_handlers();
   auto engine = make_engine(*chain);
+  // With json, stdout carries the events alone and the human view moves to stderr.
+  const bool json = args.progress == "json";
+  std::FILE* human = json ? stderr : stdout;
   const char* term = std::getenv("TERM");
-  bool live = ::isatty(STDOUT_FILENO) && !(term != nullptr && std::strcmp(term, "dumb") == 0);
-  Console console(stdout, live);
+  bool live = args.progress == "tty" || (args.progress != "plain" && ::isatty(::fileno(human)) &&
+                                         !(term != nullptr && std::strcmp(term, "dumb") == 0));
+  Console console(human, live);
+  std::optional<Console> events;
+  if (json) {
+    events.emplace(stdout, false);
+    options.progress_json = &*events;
+  }
   RunOutput output;
   if (args.report) {
     options.output = &output;
@@ -121,7 +136,7 @@ int run_command(const RunArgs& args) {
     std::filesystem::path page = output.folder / "report.html";
     const nlohmann::json* analysis = output.log_analysis ? &*output.log_analysis : nullptr;
     if (auto written = write_run_report(output.folder, page, analysis); written) {
-      fmt::print("kiln: report: {}\n", page.string());
+      fmt::print(human, "kiln: report: {}\n", page.string());
     } else {
       fmt::print(stderr, "kiln: warning: no report was written: {}\n", written.error());
     }

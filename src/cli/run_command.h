@@ -25,6 +25,7 @@ struct RunArgs {
   bool fail_fast = false;
   bool no_cache = false;
   bool report = false; // write report.html beside the manifest when the run ends
+  std::string progress = "auto"; // auto | tty | plain | json
 };
 
 /// `kiln run CHAIN`: register the subcommand and its options, filling `args`.

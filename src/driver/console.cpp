@@ -230,6 +230,11 @@ void Console::note(const std::string& message) {
   print_locked(fmt::format("kiln: {}\n", message));
 }
 
+void Console::raw(const std::string& lines) {
+  std::lock_guard lock(m_mutex);
+  print_locked(lines, true);
+}
+
 void Console::stage_output(const std::string& stage) {
   std::lock_guard lock(m_mutex);
   if (Running* running = find_locked(stage)) {

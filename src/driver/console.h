@@ -45,6 +45,9 @@ public:
 
   /// A line of kiln's own, prefixed `kiln: `.
   void note(const std::string& message);
+  /// Whole lines as they are (the JSON lines of --progress=json): queued like every other text,
+  /// and never dropped.
+  void raw(const std::string& lines);
   void stage_started(const StageView& view);
   void stage_progress(const std::string& stage, const BuildProgress& progress);
   /// The build printed something: the live line counts the step's silence from now.

@@ -26,6 +26,7 @@
 #include "driver/compile_floor.h"
 #include "driver/crash.h"
 #include "driver/engine_version.h"
+#include "driver/events.h"
 #include "driver/image_gates.h"
 #include "driver/kiln_tools.h"
 #include "driver/publish.h"
@@ -37,6 +38,7 @@
 #include "driver/scheduler.h"
 #include "driver/shown_command.h"
 #include "forensics/log_analysis.h"
+#include "forensics/trace.h"
 #include "gates/smoke_floors.h"
 #include "lint/lint.h"
 #include "resources/budget.h"
@@ -45,6 +47,7 @@
 #include "util/cancel.h"
 #include "util/diagnostic.h"
 #include "util/fs.h"
+#include "util/http_post.h"
 #include "util/strings.h"
 #include "util/time.h"
 
@@ -172,7 +175,8 @@ public:
       : m_chain(chain), m_engine(engine),
         m_clock(seams.clock != nullptr ? *seams.clock : real_clock()), m_options(options),
         m_console(console), m_lock(std::move(lock)), m_folder(std::move(folder)),
-        m_record(std::move(record)), m_seams(seams) {
+        m_record(std::move(record)),
+        m_events(m_folder.path() / "events.jsonl", m_clock, options.progress_json), m_seams(seams) {
     // Chain-file classes first: they are the more specific, and name the verdict.
     m_classes = m_chain.transient;
     m_classes.insert(m_classes.end(), builtin_transient_classes().begin(),
@@ -256,6 +260,13 @@ private:
   void drop_registry_cache_after_flakes(const Stage& stage, BuildRequest& request,
                                         int import_flakes, int next_attempt);
   void save();
+  /// The end of attempt `a` of `stage`, as an event.
+  void attempt_ended(const Stage& stage, const AttemptRecord& a);
+  /// The end of the run, as its last event; then its spans to the OTLP endpoint, if any.
+  void run_ended(int exit_code);
+  /// Send the run's spans to `[trace] otlp_endpoint` (or OTEL_EXPORTER_OTLP_ENDPOINT): a
+  /// failure is a warning, never the run's.
+  void export_trace();
   /// Why the run's builds were told to stop, as a record says it: `interrupted by SIGHUP`, or
   /// `stopped by an internal error` (then the signal name is no part of it).
   std::string stop_cause() const;
@@ -296,6 +307,7 @@ private:
   RecordsLock m_lock;
   RunFolder m_folder;
   RunRecord m_record;
+  EventLog m_events; // the run as typed events: events.jsonl, and --progress=json
   std::map<std::string, double> m_eta;
   std::unique_ptr<ResourceSampler> m_sampler;
   DiskPolicy m_disk;
@@ -506,6 +518,74 @@ void Run::save() {
   }
 }
 
+void Run::attempt_ended(const Stage& stage, const AttemptRecord& a) {
+  m_events.emit(EventType::attempt_ended, {{"stage", stage.name},
+                                           {"attempt", a.number},
+                                           {"verdict", a.verdict},
+                                           {"exit_code", a.exit_code},
+                                           {"seconds", a.seconds},
+                                           {"class", a.transient_class},
+                                           {"reason", a.reason},
+                                           {"stopped_by", a.stopped_by},
+                                           {"steps_run", a.steps_run},
+                                           {"steps_cached", a.steps_cached}});
+}
+
+void Run::run_ended(int exit_code) {
+  m_events.emit(EventType::run_ended, {{"status", m_record.status},
+                                       {"status_reason", m_record.status_reason},
+                                       {"exit_code", exit_code},
+                                       {"wall_seconds", m_record.wall_seconds},
+                                       {"critical_path", m_record.critical_path},
+                                       {"critical_path_seconds", m_record.critical_path_seconds}});
+  m_events.flush();
+  export_trace();
+}
+
+void Run::export_trace() {
+  std::string endpoint = m_chain.otlp_endpoint;
+  if (const char* env = std::getenv("OTEL_EXPORTER_OTLP_ENDPOINT");
+      endpoint.empty() && env != nullptr) {
+    endpoint = env;
+  }
+  if (endpoint.empty()) {
+    return;
+  }
+  while (endpoint.ends_with('/')) {
+    endpoint.pop_back();
+  }
+  const std::string url = endpoint + "/v1/traces"; // OTLP/HTTP's path for spans
+  std::filesystem::path events = m_folder.path() / "events.jsonl";
+  auto sent = [&]() -> tl::expected<size_t, std::string> {
+    auto text = read_file(events);
+    if (!text) {
+      return tl::unexpected(text.error());
+    }
+    auto trace = forensics::trace_from_events(*text, events.string());
+    if (!trace) {
+      return tl::unexpected(trace.error());
+    }
+    auto status = http_post(url, "application/json", forensics::otlp_trace(*trace).dump(),
+                            std::chrono::seconds(10));
+    if (!status) {
+      return tl::unexpected(status.error());
+    }
+    if (*status < 200 || *status >= 300) {
+      return tl::unexpected(fmt::format("{} answered HTTP {}", url, *status));
+    }
+    return trace->spans.size();
+  }();
+  if (sent) {
+    m_folder.log(fmt::format("trace: {} span(s) sent to {}", *sent, url));
+  } else {
+    std::string line = fmt::format("warning: the run's trace was not sent to {}: {}; `kiln trace "
+                                   "{} --format otlp` writes it",
+                                   url, sent.error(), m_record.run_id);
+    m_folder.log(line);
+    m_console.note(line);
+  }
+}
+
 std::string Run::stop_cause() const {
   if (interrupt_signal() != 0) {
     return "interrupted by " + interrupt_signal_name();
@@ -608,6 +688,10 @@ AttemptRecord& Run::begin_attempt(StageRecord& record, const BuildRequest& reque
   attempt.command = shown_command(m_engine.build_argv(request), request.build_args);
   attempt.registry_cache_dropped = request.drop_registry_cache && has_registry_cache(request);
   save();
+  m_events.emit(EventType::attempt_started, {{"stage", record.name},
+                                             {"attempt", number},
+                                             {"command", attempt.command},
+                                             {"log", attempt.log}});
   return attempt;
 }
 
@@ -619,6 +703,12 @@ void Run::not_started(const Stage& stage, StageRecord& record, std::string statu
 }
 
 void Run::gate_log(const Stage& stage, const GateRecord& gate) {
+  m_events.emit(EventType::gate_verdict, {{"stage", stage.name},
+                                          {"gate", gate.gate},
+                                          {"subject", gate.subject},
+                                          {"verdict", gate.verdict},
+                                          {"findings", gate.findings.size()},
+                                          {"reason", gate.reason}});
   for (const auto& line : gate_lines(stage.name, gate)) {
     m_folder.log(line);
     if (gate.verdict != "pass" || line.find(" gate: warning: ") != std::string::npos) {
@@ -801,15 +891,29 @@ Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
     m_console.stage_started(view);
 
     AttemptRecord& a = record.attempts.back();
+    std::pair<int, int> step_seen{0, 0}; // (Dockerfile stage, step) of the last step.started
     AttemptOutcome outcome = run_logged(stage, request, a, [&](const BuildProgress& progress) {
       m_console.stage_progress(stage.name, progress);
       set_stage_phase(stage.name, phase_name(stage, progress));
+      if (progress.step > 0 && std::pair{progress.build_stage, progress.step} != step_seen) {
+        step_seen = {progress.build_stage, progress.step};
+        m_events.emit(EventType::step_started,
+                      {{"stage", stage.name},
+                       {"attempt", n},
+                       {"build_stage", progress.build_stage_name.empty()
+                                           ? std::to_string(progress.build_stage)
+                                           : progress.build_stage_name},
+                       {"step", progress.step},
+                       {"steps", progress.steps},
+                       {"instruction", printable(progress.instruction.substr(0, 500))}});
+      }
     });
     record.seconds = seconds_since(start);
 
     if (outcome.exit.interrupted || interrupt_signal() != 0) {
       a.verdict = "interrupted";
       a.reason = stop_cause() + "; the engine's process group was stopped";
+      attempt_ended(stage, a);
       m_folder.log(
           fmt::format("stage {}: {} {}/{} {}", stage.name, what, n, stage.attempts, a.reason));
       m_console.stage_finished(stage.name,
@@ -824,6 +928,7 @@ Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
     }
     if (outcome.exit.ok()) {
       a.verdict = "ok";
+      attempt_ended(stage, a);
       return {StageEnd::ok, std::move(outcome)};
     }
 
@@ -853,6 +958,7 @@ Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
       a.matched_line = verdict.matched_line;
     }
     a.reason = verdict.reason;
+    attempt_ended(stage, a);
     std::string failed =
         fmt::format("stage {}: {} {}/{} failed (exit {}) after {:.1f}s: {}", stage.name, what, n,
                     stage.attempts, a.exit_code, a.seconds, a.verdict);
@@ -997,6 +1103,7 @@ void Run::set_stage_phase(const std::string& stage, const std::string& phase) {
 Run::StageEnd Run::run_stage(size_t index, BuildRequest request, const Budget& share) {
   const Stage& stage = *(*m_stages)[index];
   StageRecord& record = *m_record.find_stage(stage.name);
+  m_events.emit(EventType::stage_started, {{"stage", stage.name}, {"lane", record.lane}});
   set_stage_phase(stage.name, stage.name);
   double floor = stage.disk_floor_gb.value_or(m_chain.disk.floor_gb);
   if (floor > 0) {
@@ -1082,6 +1189,13 @@ void Run::stage_ended(size_t index, StageEnd end) {
     record.outcome = "crashed";
     break;
   }
+  m_events.emit(EventType::stage_ended, {{"stage", stage.name},
+                                         {"lane", record.lane},
+                                         {"status", record.status},
+                                         {"outcome", record.outcome},
+                                         {"seconds", record.seconds},
+                                         {"image", record.image_id},
+                                         {"failure", record.failure}});
   m_scheduler->finish(index, end == StageEnd::ok);
   record_skipped();
   save();
@@ -1119,6 +1233,13 @@ void Run::record_skipped() {
       break;
     }
     m_folder.log(fmt::format("stage {}: skipped: {}{}", stage.name, why, gates));
+    m_events.emit(EventType::stage_ended, {{"stage", stage.name},
+                                           {"lane", record.lane},
+                                           {"status", record.status},
+                                           {"outcome", record.outcome},
+                                           {"seconds", 0},
+                                           {"image", ""},
+                                           {"failure", why}});
     // A stopped run says why once, not once per stage.
     if (m_scheduler->skip_cause(index) != SkipCause::stopped) {
       m_console.note(fmt::format("[{}] skipped: {}{}", stage.name, why, gates));
@@ -1282,6 +1403,7 @@ void Run::publish_all(const std::vector<const Stage*>& stages) {
       record.gates_not_run.insert(record.gates_not_run.end(), publish_steps().begin(),
                                   publish_steps().end());
       m_folder.log(fmt::format("publish {}: not attempted, the run was interrupted", target.ref));
+      m_events.emit(EventType::publish_ended, {{"ref", record.ref}, {"status", record.status}});
       save();
       continue;
     }
@@ -1326,6 +1448,10 @@ void Run::publish_all(const std::vector<const Stage*>& stages) {
     } else if (record.status == "interrupted") {
       m_interrupted = true;
     }
+    m_events.emit(EventType::publish_ended, {{"ref", record.ref},
+                                             {"status", record.status},
+                                             {"digest", record.digest},
+                                             {"failure", record.failure}});
     save();
   }
 }
@@ -1399,6 +1525,7 @@ int Run::crashed(const std::string& reason) {
   }
   m_folder.log(fmt::format("run {}: crashed: {}", m_record.run_id, reason));
   save();
+  run_ended(k_exit_crash);
   m_console.note(fmt::format("internal error: {}; the run stopped and its record says so: {}",
                              reason, (m_folder.path() / "manifest.json").string()));
   note_history();
@@ -1454,6 +1581,25 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
                              }
                              return join(names, ", ");
                            }()));
+  {
+    std::vector<std::string> selected;
+    for (const Stage* s : stages) {
+      selected.push_back(s->name);
+    }
+    m_events.emit(EventType::run_started, {{"run_id", m_record.run_id},
+                                           {"chain", m_chain.name},
+                                           {"chain_file", m_chain.file.string()},
+                                           {"engine", m_engine.name()},
+                                           {"engine_version", m_record.engine_version},
+                                           {"host", m_record.host},
+                                           {"started", m_record.started},
+                                           {"stages", selected}});
+    for (const Stage* s : stages) {
+      const StageRecord& record = *m_record.find_stage(s->name);
+      m_events.emit(EventType::stage_queued,
+                    {{"stage", s->name}, {"lane", record.lane}, {"needs", record.needs}});
+    }
+  }
   m_console.note(fmt::format("run {}: {} stage(s) of chain {} on {} {}", m_record.run_id,
                              stages.size(), m_chain.name, m_engine.name(),
                              m_record.engine_version));
@@ -1492,6 +1638,7 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
       }
       m_record.ended = utc_iso8601(m_clock.wall());
       save();
+      run_ended(k_exit_usage);
       m_console.summary(m_record, m_folder.path());
       return k_exit_usage;
     }
@@ -1546,6 +1693,7 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
                            m_record.run_id, m_record.status, m_record.wall_seconds,
                            join(m_record.critical_path, " -> "), m_record.critical_path_seconds));
   save();
+  run_ended(exit_code);
   m_console.summary(m_record, m_folder.path());
   note_history();
   return exit_code;

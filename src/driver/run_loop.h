@@ -44,6 +44,8 @@ struct RunOptions {
   /// When set, receives what the run leaves (nothing for a run refused before its first
   /// manifest, or a dry run).
   RunOutput* output = nullptr;
+  /// --progress=json: where the run's events go as JSON lines, besides its events.jsonl.
+  Console* progress_json = nullptr;
 };
 
 /// What a run talks to besides its engine, each replaceable by a test.
