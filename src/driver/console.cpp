@@ -296,13 +296,18 @@ void Console::failure_tail(const std::vector<std::string>& lines, const std::str
 
 void Console::failure_errors(const std::string& stage, const std::string& step,
                              const std::vector<std::string>& lines, long total) {
+  // More than were kept: the kept ones are the first half and the last half, both full.
+  const bool cut = total > static_cast<long>(lines.size());
+  const size_t half = lines.size() / 2;
   std::string text = fmt::format("kiln: [{}] the failing step ({}) printed {} error line(s){}:\n",
                                  stage, one_line(step), total,
-                                 total > static_cast<long>(lines.size())
-                                     ? fmt::format(", the first and last {}", lines.size())
+                                 cut ? fmt::format(", the first {} and the last {}", half, half)
                                      : "");
-  for (const auto& line : lines) {
-    text += fmt::format("    {}\n", line);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (cut && i == half) {
+      text += fmt::format("    ... {} more ...\n", total - static_cast<long>(lines.size()));
+    }
+    text += fmt::format("    {}\n", lines[i]);
   }
   std::lock_guard lock(m_mutex);
   print_locked(text);

@@ -990,9 +990,11 @@ Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
     std::chrono::milliseconds cooldown = cooldown_before(n + 1, m_chain.defaults);
     double cooldown_s = std::chrono::duration<double>(cooldown).count();
     m_folder.log(failed + fmt::format("; retrying in {:.0f}s", cooldown_s));
+    // A stall matched no line: what the step printed last says where it hung.
+    std::string detail = a.matched_line.empty() ? "it printed nothing" : a.matched_line;
     m_console.stage_finished(stage.name, fmt::format("{} {}/{} failed ({}: {}); retrying in {}",
                                                      what, n, stage.attempts, verdict.class_name,
-                                                     printable(verdict.matched_line.substr(0, 200)),
+                                                     printable(detail.substr(0, 200)),
                                                      human_duration(cooldown_s)));
     if (verdict.class_name == k_cache_import_class) {
       drop_registry_cache_after_flakes(stage, request, ++import_flakes, n + 1);

@@ -587,7 +587,8 @@ struct LogAnalyzer::Impl {
       return;
     }
     // Every colon: `...: warning:`, `[kiln-cc:stats]`, `{"stats":`. Every error marker but a
-    // line's first word has a colon too (`error:`, `: undefined reference to`), so the walk
+    // line's first word has a colon too (`error:`, `: undefined reference to`, `: multiple
+    // definition of`), so the walk
     // also tells whether is_error_line's whole-line searches below can find anything.
     int colons_seen = 0;
     bool all_colons_seen = true;
@@ -598,7 +599,8 @@ struct LogAnalyzer::Impl {
       if (!error_marker) {
         error_marker = (i >= 5 && std::memcmp(p - 5, "error", 5) == 0 &&
                         (i == 5 || p[-6] == ' ' || p[-6] == ':')) ||
-                       (n - i >= 24 && std::memcmp(p, ": undefined reference to", 24) == 0);
+                       (n - i >= 24 && (std::memcmp(p, ": undefined reference to", 24) == 0 ||
+                                        std::memcmp(p, ": multiple definition of", 24) == 0));
       }
       if (i >= 9 && std::memcmp(p - 7, "warning", 7) == 0 && p[-8] == ' ' && p[-9] == ':') {
         if (auto warning = parse_warning_line(text)) {

@@ -60,18 +60,37 @@ bool is_make_failure(std::string_view text) {
   return rest.starts_with(": *** ");
 }
 
+/// What the linker says when a link fails, before collect2's one line: `/usr/bin/ld: cannot find
+/// -lz`, a relocation that needs -fPIC, a multiple definition. Its first word is the linker
+/// (`ld`, `/usr/bin/ld`, `x86_64-linux-gnu-ld`, `ld.gold`, `ld.bfd`); its warnings are not errors.
+bool is_linker_line(std::string_view text) {
+  size_t colon = text.find(": ");
+  if (colon == std::string_view::npos || text.substr(colon + 2).starts_with("warning:")) {
+    return false;
+  }
+  std::string_view word = text.substr(0, colon);
+  for (std::string_view flavour : {".bfd", ".gold", ".lld"}) {
+    if (word.ends_with(flavour)) {
+      word.remove_suffix(flavour.size());
+      break;
+    }
+  }
+  return word == "ld" || word.ends_with("/ld") || word.ends_with("-ld");
+}
+
 } // namespace
 
 bool starts_error_line(std::string_view text) {
   return text.starts_with("ninja: build stopped") || text.starts_with("FAILED: ") ||
-         is_make_failure(text);
+         is_make_failure(text) || is_linker_line(text);
 }
 
 bool is_error_line(std::string_view text) {
   if (starts_error_line(text)) {
     return true;
   }
-  if (text.find(": undefined reference to") != std::string_view::npos) {
+  if (text.find(": undefined reference to") != std::string_view::npos ||
+      text.find(": multiple definition of") != std::string_view::npos) {
     return true;
   }
   return has_error_word(text);

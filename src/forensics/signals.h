@@ -15,7 +15,7 @@ namespace kiln::forensics {
 /// CMake errors and Python tracebacks span lines: see ErrorBlock.
 bool is_error_line(std::string_view text);
 /// The error lines a first word makes (make's, ninja's): is_error_line without its searches of
-/// the whole line for `error:` and `: undefined reference to`.
+/// the whole line for `error:`, `: undefined reference to` and `: multiple definition of`.
 bool starts_error_line(std::string_view text);
 
 /// `CMake Error at CMakeLists.txt:3 (find_package):` or `CMake Error: ...`.

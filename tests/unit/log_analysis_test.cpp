@@ -372,6 +372,36 @@ TEST(LogAnalysisComposed, ErrorLinesAreBoundedToFirstAndLast) {
                                       "f49.c:1:1: error: bad", "f50.c:1:1: error: bad"}));
 }
 
+TEST(LogAnalysisComposed, ALinkThatFailedShowsTheLinkersOwnLinesNotOnlyCollect2s) {
+  // As GNU ld 2.40 prints them: a library it cannot find, an object built without -fPIC, and a
+  // symbol defined twice; then collect2's line, which alone says nothing.
+  const std::string text =
+      "STEP 1/1: RUN make\n"
+      "cc -shared -o libgreet.so greet.o -lz3\n"
+      "/usr/bin/ld: cannot find -lz3: No such file or directory\n"
+      "/usr/bin/ld: greet.o: relocation R_X86_64_32 against `.rodata' can not be used when "
+      "making a shared object; recompile with -fPIC\n"
+      "/usr/bin/ld: util.o: in function `greet':\n"
+      "util.c:(.text+0x0): multiple definition of `greet'; greet.o:greet.c:(.text+0x0): first "
+      "defined here\n"
+      "/usr/bin/ld: warning: libfoo.so.1, needed by libbar.so, not found\n"
+      "collect2: error: ld returned 1 exit status\n"
+      "Error: building at STEP \"RUN make\": exit status 2\n";
+  LogAnalyzer analyzer(Options{});
+  analyzer.feed(text);
+  LogResult log = analyzer.finish();
+  ASSERT_EQ(log.steps.size(), 1u);
+  EXPECT_EQ(log.steps[0].errors,
+            (std::vector<std::string>{
+                "/usr/bin/ld: cannot find -lz3: No such file or directory",
+                "/usr/bin/ld: greet.o: relocation R_X86_64_32 against `.rodata' can not be used "
+                "when making a shared object; recompile with -fPIC",
+                "/usr/bin/ld: util.o: in function `greet':",
+                "util.c:(.text+0x0): multiple definition of `greet'; greet.o:greet.c:(.text+0x0): "
+                "first defined here",
+                "collect2: error: ld returned 1 exit status"}));
+}
+
 TEST(LogAnalysisComposed, PythonTracebackKeepsLastFramesAndException) {
   LogResult log = analyze(k_composed + "python-traceback.buildah.log");
   EXPECT_TRUE(log.failed);
@@ -466,6 +496,11 @@ TEST(LogAnalysisSignals, ErrorLines) {
   EXPECT_FALSE(is_error_line("-- Performing Test HAVE_FOO - Failed"));
   EXPECT_FALSE(is_error_line("checking for strerror: yes"));
   EXPECT_FALSE(is_error_line("terror: none"));
+  EXPECT_TRUE(is_error_line("/usr/bin/ld: cannot find -lgreet: No such file or directory"));
+  EXPECT_TRUE(is_error_line("x86_64-linux-gnu-ld.bfd: a.o: relocation R_X86_64_32 against"));
+  EXPECT_TRUE(is_error_line("ld.gold: error: b.o: multiple definition of 'f'"));
+  EXPECT_FALSE(is_error_line("/usr/bin/ld: warning: libx.so.1, needed by liby.so, not found"));
+  EXPECT_FALSE(is_error_line("build: done"));
 }
 
 TEST(LogAnalysisSignals, CompilerInvocations) {
