@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "cli/chain_file.h"
+#include "driver/leftovers.h"
+#include "driver/records_lock.h"
 #include "disk/guard.h"
 #include "disk/levers.h"
 #include "disk/slugs.h"
@@ -65,6 +67,31 @@ void add_disk_command(CLI::App& app, DiskArgs& args, CLI::App*& status, CLI::App
   reclaim->add_flag("--dry-run", args.dry_run, "Say what would be removed; remove nothing");
 }
 
+namespace {
+
+/// What runs of this checkout left behind, with what removes it.
+void print_leftovers(const Chain& chain) {
+  // Holding the lock proves no run builds: then whatever is found is left over.
+  bool idle = RecordsLock::acquire(chain.records).has_value();
+  Leftovers left = find_leftovers(chain, chain.engine);
+  std::vector<std::string> lines = describe_leftovers(left);
+  if (lines.empty()) {
+    fmt::print("leftovers of earlier runs: none\n");
+  } else {
+    fmt::print("leftovers of earlier runs: {} ({}):\n", lines.size(),
+               idle ? "the next kiln run removes them"
+                    : "a run of this checkout is in progress, so some may be its own");
+    for (const auto& line : lines) {
+      fmt::print("  {}\n", line);
+    }
+  }
+  if (!left.error.empty()) {
+    fmt::print("leftovers: buildah's containers could not be listed: {}\n", left.error);
+  }
+}
+
+} // namespace
+
 int disk_status_command(const DiskArgs& args) {
   auto chain = load(args);
   if (!chain) {
@@ -85,6 +112,7 @@ int disk_status_command(const DiskArgs& args) {
   for (const auto& slug : slugs) {
     fmt::print("  {:<40} {:>10}G  {} old\n", slug.name, gib_text(slug.bytes), age_text(slug.mtime));
   }
+  print_leftovers(*chain);
   auto store = make_store_levers(*chain);
   // The guard's levers act on the store only when it shares the filesystem it measures.
   if (auto location = store->location()) {

@@ -23,9 +23,13 @@ std::filesystem::path budget_file(const Chain& chain, const std::string& stage) 
   return chain.records / "budget" / (stage + ".env");
 }
 
+std::string checkout_key(const Chain& chain) {
+  return sha256_digest(chain.records.string()).substr(7, 8);
+}
+
 std::string work_tag(const Chain& chain, const Stage& stage) {
   auto ref = parse_image_ref(stage.tag); // the loader refused a tag that does not parse
-  std::string key = sha256_digest(chain.records.string()).substr(7, 8);
+  std::string key = checkout_key(chain);
   if (!ref) {
     return stage.tag + "-kiln-" + key;
   }

@@ -24,6 +24,9 @@ std::filesystem::path stage_metadata(const Chain& chain, const std::string& stag
 /// image only once every gate and smoke stage that guards it passed.
 std::string work_tag(const Chain& chain, const Stage& stage);
 
+/// What tells this checkout's names apart from another's: 8 hex digits of its records folder.
+std::string checkout_key(const Chain& chain);
+
 /// How a later stage is handed `stage`'s image: its work tag, layout, metadata, and its
 /// repository in the registry when it is handed over by push.
 NamedContext stage_context(const Chain& chain, const Stage& stage);

@@ -29,6 +29,7 @@
 #include "driver/events.h"
 #include "driver/image_gates.h"
 #include "driver/kiln_tools.h"
+#include "driver/leftovers.h"
 #include "driver/publish.h"
 #include "driver/records.h"
 #include "driver/records_lock.h"
@@ -1497,6 +1498,11 @@ int Run::execute(const std::vector<const Stage*>& stages,
     exit_code = report_crash("an exception of unknown type");
   }
   set_crash_recorder(nullptr);
+  // However it ended: its temporary folder, and what a build stopped hard (a second Ctrl-C)
+  // left in the engine's store.
+  for (const auto& line : remove_leftovers(find_leftovers(m_chain, m_engine.name()))) {
+    m_folder.log(line);
+  }
   return exit_code;
 }
 
@@ -1768,6 +1774,11 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   for (const auto& line : mark_abandoned_runs(chain.records)) {
     console.note(line);
   }
+  // With the lock held no run of this checkout builds: what its engine holds for one is left
+  // over from a run that could not clean up (a SIGKILL).
+  for (const auto& line : remove_leftovers(find_leftovers(chain, engine.name()))) {
+    console.note(line);
+  }
   for (const auto& line : remove_stale_staging(chain)) {
     console.note(line);
   }
@@ -1836,6 +1847,15 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   }
   if (options.output != nullptr) {
     options.output->folder = folder->path();
+  }
+  // The engine's temporary files live in a folder of the run's own, removed at its end.
+  std::filesystem::path temp = run_temp_dir(chain, record.run_id);
+  std::error_code made;
+  std::filesystem::create_directories(temp, made);
+  if (!made) {
+    for (auto& request : requests) {
+      request.temp_dir = temp;
+    }
   }
   Run run(chain, engine, seams, options, console, std::move(*lock), std::move(*folder),
           std::move(record));

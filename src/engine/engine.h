@@ -54,6 +54,9 @@ struct BuildRequest {
   /// context `kiln-tools`; empty when kiln has none to offer.
   std::filesystem::path tools;
   std::vector<SecretRef> secrets;
+  /// Where the engine keeps its temporary files (its TMPDIR), a folder of the run's own that
+  /// kiln removes however the run ends; empty: the engine's default.
+  std::filesystem::path temp_dir;
 
   // Where a BuildKit build leaves its image: an OCI layout plus the metadata naming its digest,
   // or a push to `pushed` when the chain names a registry.
@@ -256,6 +259,9 @@ public:
                             const BuildLimits& limits) const {
     ProcessSpec spec{build_argv(request),  {},           {}, limits.timeout,
                      limits.stall_timeout, limits.cancel};
+    if (!request.temp_dir.empty()) {
+      spec.env.emplace_back("TMPDIR", request.temp_dir.string());
+    }
     spec.on_stop = limits.on_stop;
     return run_process(spec, sink);
   }

@@ -90,6 +90,40 @@ TEST(RunSignals, SigpipeAndAReaderThatWentAwayLeaveTheRunToEndWhole) {
   }
 }
 
+TEST(RunSignals, WhatASigkilledRunLeftIsListedAndTheNextRunRemovesIt) {
+  ChainDir dir;
+  std::string sleep = "sleep 7" + dir.nonce().substr(0, 3);
+  write_two_stage_chain(dir, "RUN echo started; " + sleep + "\n");
+  KilnResult killed = run_signalled(dir, sleep, SIGKILL);
+  EXPECT_EQ(killed.exit_code, 128 + SIGKILL);
+  // kiln's sentinel kills the build's process group; buildah had no chance to clean up.
+  ASSERT_TRUE(wait_for_no_process(sleep));
+  ASSERT_TRUE(wait_for_no_process(dir.path().string() + "/work.Dockerfile"));
+
+  KilnResult status = dir.kiln({"disk", "status", "chain.toml"});
+  ASSERT_EQ(status.exit_code, 0) << status.output;
+  auto listed = status.output.find("leftovers of earlier runs: ");
+  ASSERT_NE(listed, std::string::npos) << status.output;
+  EXPECT_NE(status.output.find("the next kiln run removes them", listed), std::string::npos)
+      << status.output;
+  EXPECT_NE(status.output.find("  buildah working container ", listed), std::string::npos)
+      << status.output;
+  EXPECT_NE(status.output.find("  temporary folder ", listed), std::string::npos)
+      << status.output;
+
+  // The next run marks the killed one abandoned and removes what it left, then builds.
+  write_two_stage_chain(dir, "RUN echo " + dir.nonce() + "\n");
+  KilnResult next = dir.kiln({"run", "chain.toml"});
+  ASSERT_EQ(next.exit_code, 0) << next.output;
+  EXPECT_NE(next.output.find("leftovers: removed buildah working container "), std::string::npos)
+      << next.output;
+  EXPECT_NE(next.output.find("leftovers: removed temporary folder "), std::string::npos)
+      << next.output;
+  KilnResult after = dir.kiln({"disk", "status", "chain.toml"});
+  EXPECT_NE(after.output.find("leftovers of earlier runs: none"), std::string::npos)
+      << after.output;
+}
+
 TEST(RunSignals, AStdoutNobodyReadsNeverHoldsABuild) {
   ChainDir dir;
   // A megabyte of output, then more steps than kiln's step lines fit in the pipe: with a console
