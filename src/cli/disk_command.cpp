@@ -5,12 +5,12 @@
 #include <fmt/format.h>
 
 #include "cli/chain_file.h"
-#include "driver/leftovers.h"
-#include "driver/records_lock.h"
 #include "disk/guard.h"
 #include "disk/levers.h"
 #include "disk/slugs.h"
 #include "driver/build_request.h"
+#include "driver/leftovers.h"
+#include "driver/records_lock.h"
 #include "driver/run_loop.h"
 #include "util/fs.h"
 #include "util/time.h"

@@ -48,7 +48,7 @@ int trace_command(const TraceArgs& args) {
   }
   nlohmann::json doc =
       args.format == "chrome" ? forensics::chrome_trace(*trace) : forensics::otlp_trace(*trace);
-  std::string out = doc.dump() + "\n";
+  std::string out = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (args.output == "-") {
     std::fwrite(out.data(), 1, out.size(), stdout);
     return std::fflush(stdout) == 0 ? k_exit_ok : k_exit_failed;

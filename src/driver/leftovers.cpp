@@ -99,9 +99,9 @@ std::vector<std::string> remove_leftovers(const Leftovers& leftovers) {
   for (const auto& dir : leftovers.temp_dirs) {
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
-    lines.push_back(ec ? fmt::format("leftovers: temporary folder {} stays: {}", dir.string(),
-                                     ec.message())
-                       : fmt::format("leftovers: removed temporary folder {}", dir.string()));
+    lines.push_back(
+        ec ? fmt::format("leftovers: temporary folder {} stays: {}", dir.string(), ec.message())
+           : fmt::format("leftovers: removed temporary folder {}", dir.string()));
   }
   return lines;
 }

@@ -566,7 +566,9 @@ void Run::export_trace() {
     if (!trace) {
       return tl::unexpected(trace.error());
     }
-    auto status = http_post(url, "application/json", forensics::otlp_trace(*trace).dump(),
+    auto status = http_post(url, "application/json",
+                            forensics::otlp_trace(*trace).dump(
+                                -1, ' ', false, nlohmann::json::error_handler_t::replace),
                             std::chrono::seconds(10));
     if (!status) {
       return tl::unexpected(status.error());
@@ -1017,8 +1019,6 @@ Run::Attempts Run::attempt_until_done(const Stage& stage, BuildRequest& request,
 
 Run::StageEnd Run::build_stage(const Stage& stage, BuildRequest request, int index, int count) {
   StageRecord& record = *m_record.find_stage(stage.name);
-  record.status = "running";
-  record.started = utc_iso8601(m_clock.wall());
   Attempts built = attempt_until_done(stage, request, record, index, count);
   if (built.end != StageEnd::ok) {
     return built.end;
@@ -1106,7 +1106,6 @@ void Run::set_stage_phase(const std::string& stage, const std::string& phase) {
 Run::StageEnd Run::run_stage(size_t index, BuildRequest request, const Budget& share) {
   const Stage& stage = *(*m_stages)[index];
   StageRecord& record = *m_record.find_stage(stage.name);
-  m_events.emit(EventType::stage_started, {{"stage", stage.name}, {"lane", record.lane}});
   set_stage_phase(stage.name, stage.name);
   double floor = stage.disk_floor_gb.value_or(m_chain.disk.floor_gb);
   if (floor > 0) {
@@ -1290,6 +1289,11 @@ void Run::schedule(const std::vector<const Stage*>& stages,
       // Ctrl-C, or a second one, reaches every build through the run's token.
       while (m_cancel.level() < interrupt_token().level()) {
         m_cancel.cancel();
+        if (m_cancel.level() == CancelLevel::kill) {
+          m_folder.log(fmt::format("run {}: a second {}: every build's process group is killed "
+                                   "now, without waiting for the engine to clean up",
+                                   m_record.run_id, interrupt_signal_name()));
+        }
       }
       if (!stopped && (interrupt_signal() != 0 || error)) {
         stopped = true;
@@ -1300,6 +1304,12 @@ void Run::schedule(const std::vector<const Stage*>& stages,
       }
       for (const StageStart& start : m_scheduler->start_ready()) {
         const Stage& stage = *stages[start.stage];
+        // Started here, in run order, not when its thread first gets the record: stages ready
+        // together start in the order the docs promise.
+        StageRecord& started = *m_record.find_stage(stage.name);
+        started.status = "running";
+        started.started = utc_iso8601(m_clock.wall());
+        m_events.emit(EventType::stage_started, {{"stage", stage.name}, {"lane", started.lane}});
         Budget share = budget_share(budget, start.slots, stage.mem_per_job_gb);
         threads[start.stage] = std::thread([this, &ended, &wake, &requests, start, share] {
           std::unique_lock held(m_mutex);

@@ -20,6 +20,13 @@ std::string text_of(const json& event, const char* key) {
   return it != event.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+/// A number field of an event, `fallback` when it is missing or not a number: a hand-edited
+/// file must not end the trace.
+template <typename T> T number_of(const json& event, const char* key, T fallback) {
+  auto it = event.find(key);
+  return it != event.end() && it->is_number() ? it->get<T>() : fallback;
+}
+
 /// Builds the spans as the events come: each kind of span is opened by one event and closed by
 /// another, looked up by what names it.
 class SpanBuilder {
@@ -28,7 +35,7 @@ public:
 
   void take(const json& event) {
     const std::string type = text_of(event, "type");
-    const double t = event.value("t", 0.0);
+    const double t = number_of(event, "t", 0.0);
     m_last = std::max(m_last, t);
     const std::string stage = text_of(event, "stage");
     if (type == "run.started") {
@@ -54,26 +61,27 @@ public:
     } else if (type == "attempt.started") {
       close_step(stage);
       m_attempts[stage] =
-          open("attempt", fmt::format("{} attempt {}", stage, event.value("attempt", 0)), t,
-               parent_of(m_stages, stage), stage, {{"attempt", event.value("attempt", 0)}});
+          open("attempt", fmt::format("{} attempt {}", stage, number_of(event, "attempt", 0)), t,
+               parent_of(m_stages, stage), stage, {{"attempt", number_of(event, "attempt", 0)}});
     } else if (type == "step.started") {
       close_step(stage);
       m_steps[stage] =
           open("step", text_of(event, "instruction"), t, parent_of(m_attempts, stage), stage,
                {{"build_stage", text_of(event, "build_stage")},
-                {"step", event.value("step", 0)},
-                {"steps", event.value("steps", 0)}});
+                {"step", number_of(event, "step", 0)},
+                {"steps", number_of(event, "steps", 0)}});
     } else if (type == "attempt.ended") {
       close_step(stage);
       if (Span* span = take_open(m_attempts, stage, t)) {
         const std::string verdict = text_of(event, "verdict");
         span->failed = verdict != "ok";
         span->fields["verdict"] = verdict;
-        span->fields["exit_code"] = event.value("exit_code", -1);
-        span->fields["steps_run"] = event.value("steps_run", 0);
-        span->fields["steps_cached"] = event.value("steps_cached", 0);
-        span->fields["cached"] = event.value("steps_run", 0) > 0 &&
-                                 event.value("steps_cached", 0) == event.value("steps_run", 0);
+        span->fields["exit_code"] = number_of(event, "exit_code", -1);
+        span->fields["steps_run"] = number_of(event, "steps_run", 0);
+        span->fields["steps_cached"] = number_of(event, "steps_cached", 0);
+        span->fields["cached"] =
+            number_of(event, "steps_run", 0) > 0 &&
+            number_of(event, "steps_cached", 0) == number_of(event, "steps_run", 0);
         if (std::string cls = text_of(event, "class"); !cls.empty()) {
           span->fields["class"] = cls;
         }
@@ -97,7 +105,7 @@ public:
         run.end = t;
         run.failed = text_of(event, "status") != "ok";
         run.fields["status"] = text_of(event, "status");
-        run.fields["exit_code"] = event.value("exit_code", 0);
+        run.fields["exit_code"] = number_of(event, "exit_code", 0);
         m_run_ended = true;
       }
     }

@@ -15,7 +15,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto& span = trace->spans[i];
     FUZZ_CHECK(span.parent < static_cast<int>(i));
   }
-  (void)kiln::forensics::chrome_trace(*trace).dump();
-  (void)kiln::forensics::otlp_trace(*trace).dump();
+  (void)kiln::forensics::chrome_trace(*trace).dump(-1, ' ', false,
+                                                   nlohmann::json::error_handler_t::replace);
+  (void)kiln::forensics::otlp_trace(*trace).dump(-1, ' ', false,
+                                                 nlohmann::json::error_handler_t::replace);
   return 0;
 }

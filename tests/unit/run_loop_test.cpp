@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sstream>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -292,6 +294,22 @@ TEST_F(RunLoop, AStageStartsAfterEveryStageItNeedsEndedAndMaxParallelIsNeverExce
   json doc = manifest();
   EXPECT_EQ(doc["max_parallel"], 2);
   EXPECT_EQ(doc["status"], "ok");
+}
+
+TEST_F(RunLoop, StagesReadyTogetherStartInRunOrderAndTheEventsSaySo) {
+  write_wide_chain();
+  EXPECT_EQ(run(), k_exit_ok) << m_output;
+  // a, b and c are ready together once base ended: whichever thread gets the record first,
+  // they start a, b, c (the run order), as stage.started events and the manifest say.
+  std::vector<std::string> started;
+  std::istringstream events(m_dir.read("records/latest/events.jsonl"));
+  for (std::string line; std::getline(events, line);) {
+    json event = json::parse(line);
+    if (event["type"] == "stage.started") {
+      started.push_back(event["stage"]);
+    }
+  }
+  EXPECT_EQ(started, (std::vector<std::string>{"base", "a", "b", "c", "a2", "merge"}));
 }
 
 TEST_F(RunLoop, KeepGoingBuildsTheIndependentBranchesAndSkipsWhatNeedsTheFailure) {

@@ -90,6 +90,14 @@ TEST(Trace, ALineThatIsNoEventIsAnErrorNamingIt) {
   ASSERT_FALSE(trace);
   EXPECT_EQ(trace.error(), "run/events.jsonl:2: not an event of kiln's (docs/events.md)");
   EXPECT_FALSE(trace_from_events("", "e"));
+  // A field of the wrong type (a fuzz finding: "attempt" as a string threw) is as if missing.
+  auto odd = trace_from_events(
+      line({{"type", "run.started"}, {"t", 0}}) +
+          line({{"type", "attempt.started"}, {"t", 1}, {"stage", "s"}, {"attempt", "one"}}) +
+          line({{"type", "attempt.ended"}, {"t", 2}, {"stage", "s"}, {"exit_code", "x"}}),
+      "e");
+  ASSERT_TRUE(odd);
+  EXPECT_EQ(odd->spans.size(), 2u);
 }
 
 TEST(EventLog, EventsAreNumberedInOrderAndWrittenWholeByTheWriter) {
