@@ -1,8 +1,5 @@
 // The run history against real buildah runs of the demo chain: every run indexed, a stage slowed
 // on purpose flagged, a killed run never green.
-#include <algorithm>
-#include <set>
-
 #include <gtest/gtest.h>
 
 #include "kiln_harness.h"
@@ -41,19 +38,9 @@ TEST(RunHistory, AStageSlowedOnPurposeIsFlaggedAtTheEndOfTheRunAndInTheHistory) 
     }
     KilnResult run = dir.kiln(args);
     ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_EQ(run.output.find("regression:"), std::string::npos) << run.output;
   }
-  // The slow build sleeps longer than the flag's threshold over the median the record holds (20 %
-  // and the chain's 5 s), so it is flagged whatever the machine's load: a sleep never ends early.
-  std::vector<double> samples;
-  for (const json& r : history(dir, {"libs"})["stages"][0]["runs"]) {
-    samples.push_back(r["seconds"].get<double>());
-  }
-  ASSERT_EQ(samples.size(), 3u);
-  std::sort(samples.begin(), samples.end());
-  double median = samples[1];
-  int slow_seconds = static_cast<int>(std::max(median * 1.2, median + 5)) + 2;
-  KilnResult slow = dir.kiln({"run", "chain.toml", "--no-cache", "--build-arg",
-                              "SLOW_SECONDS=" + std::to_string(slow_seconds)});
+  KilnResult slow = dir.kiln({"run", "chain.toml", "--no-cache", "--build-arg", "SLOW_SECONDS=8"});
   ASSERT_EQ(slow.exit_code, 0) << slow.output;
   std::string run_id = dir.latest_manifest()["run_id"];
   auto flagged = slow.output.find("regression: stage libs took ");
@@ -61,34 +48,26 @@ TEST(RunHistory, AStageSlowedOnPurposeIsFlaggedAtTheEndOfTheRunAndInTheHistory) 
   EXPECT_NE(slow.output.find("over the median", flagged), std::string::npos) << slow.output;
   EXPECT_NE(slow.output.find("of its last 3 green built builds", flagged), std::string::npos)
       << slow.output;
+  for (const char* other : {"base", "toolchain", "final", "smoke"}) {
+    EXPECT_EQ(slow.output.find(std::string("regression: stage ") + other + " "), std::string::npos)
+        << slow.output;
+  }
   EXPECT_NE(dir.read("records/runs/" + run_id + "/driver.log").find("regression: stage libs"),
             std::string::npos);
 
   json doc = history(dir);
   ASSERT_TRUE(doc.is_object());
   EXPECT_EQ(doc["runs"], 4);
-  // Every stage flagged, libs among them, is flagged on the console and in the history alike, and
-  // its record agrees with why: over the median by more than 20 % and the chain's 5 s. Whether
-  // another stage's noise crossed that is the machine's to say, not this test's.
-  std::set<std::string> regressed;
-  for (const json& r : doc["regressions"]) {
-    regressed.insert(r["stage"].get<std::string>());
-    EXPECT_EQ(r["run_id"], run_id);
-    double seconds = r["seconds"].get<double>();
-    double typical = r["median_seconds"].get<double>();
-    EXPECT_GT(seconds, typical + 5) << r.dump();
-    EXPECT_GT(seconds, typical * 1.2) << r.dump();
-  }
-  EXPECT_EQ(regressed.count("libs"), 1u) << doc.dump(2);
-  for (const char* other : {"base", "toolchain", "final", "smoke"}) {
-    EXPECT_EQ(slow.output.find(std::string("regression: stage ") + other + " ") !=
-                  std::string::npos,
-              regressed.count(other) > 0)
-        << slow.output;
-  }
+  ASSERT_EQ(doc["regressions"].size(), 1u) << doc.dump(2);
+  EXPECT_EQ(doc["regressions"][0]["stage"], "libs");
+  EXPECT_EQ(doc["regressions"][0]["run_id"], run_id);
+  // What the record says agrees with why it was flagged: more than the chain's 5 s over the
+  // median (how much more is the machine's to say, not this test's).
+  EXPECT_GT(doc["regressions"][0]["seconds"].get<double>(),
+            doc["regressions"][0]["median_seconds"].get<double>() + 5);
   ASSERT_EQ(doc["stages"].size(), 5u);
   for (const json& stage : doc["stages"]) {
-    EXPECT_EQ(stage["regression"].get<bool>(), regressed.count(stage["stage"]) > 0) << stage.dump();
+    EXPECT_EQ(stage["regression"], stage["stage"] == "libs") << stage.dump();
     EXPECT_EQ(stage["runs"].size(), stage["stage"] == "libs" ? 4u : 2u) << stage.dump();
   }
 

@@ -123,29 +123,6 @@ TEST(RunSignals, WhatASigkilledRunLeftIsListedAndTheNextRunRemovesIt) {
       << after.output;
 }
 
-TEST(RunSignals, ASecondCtrlCKillsTheBuildsAndDriverLogSaysSo) {
-  ChainDir dir;
-  std::string sleep = "sleep 7" + dir.nonce().substr(0, 3);
-  write_two_stage_chain(dir, "RUN echo started; " + sleep + "\n");
-  std::thread presser([&] {
-    ASSERT_TRUE(wait_for_process(sleep)) << "the step never ran";
-    for (int press = 0; press < 2; ++press) {
-      for (int pid : processes_matching(kiln_running(dir))) {
-        ::kill(pid, SIGINT);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  });
-  KilnResult run = dir.kiln({"run", (dir.path() / "chain.toml").string()});
-  presser.join();
-  EXPECT_EQ(run.exit_code, 130) << run.output;
-  std::string driver = dir.read("records/latest/driver.log");
-  EXPECT_NE(driver.find("a second SIGINT: every build's process group is killed now"),
-            std::string::npos)
-      << driver;
-  EXPECT_TRUE(wait_for_no_process(sleep));
-}
-
 TEST(RunSignals, AStdoutNobodyReadsNeverHoldsABuild) {
   ChainDir dir;
   // A megabyte of output, then more steps than kiln's step lines fit in the pipe: with a console
