@@ -261,6 +261,8 @@ private:
   void drop_registry_cache_after_flakes(const Stage& stage, BuildRequest& request,
                                         int import_flakes, int next_attempt);
   void save();
+  /// How a stage ended, as its stage.ended event: built, failed or skipped (`failure` says why).
+  void stage_ended_event(const StageRecord& record, const std::string& failure);
   /// The end of attempt `a` of `stage`, as an event.
   void attempt_ended(const Stage& stage, const AttemptRecord& a);
   /// The end of the run, as its last event; then its spans to the OTLP endpoint, if any.
@@ -517,6 +519,16 @@ void Run::save() {
     m_console.note("error: the run's record is incomplete: " + m_folder.write_errors().front() +
                    "; the builds go on, the run will not end ok");
   }
+}
+
+void Run::stage_ended_event(const StageRecord& record, const std::string& failure) {
+  m_events.emit(EventType::stage_ended, {{"stage", record.name},
+                                         {"lane", record.lane},
+                                         {"status", record.status},
+                                         {"outcome", record.outcome},
+                                         {"seconds", record.seconds},
+                                         {"image", record.image_id},
+                                         {"failure", failure}});
 }
 
 void Run::attempt_ended(const Stage& stage, const AttemptRecord& a) {
@@ -1191,13 +1203,7 @@ void Run::stage_ended(size_t index, StageEnd end) {
     record.outcome = "crashed";
     break;
   }
-  m_events.emit(EventType::stage_ended, {{"stage", stage.name},
-                                         {"lane", record.lane},
-                                         {"status", record.status},
-                                         {"outcome", record.outcome},
-                                         {"seconds", record.seconds},
-                                         {"image", record.image_id},
-                                         {"failure", record.failure}});
+  stage_ended_event(record, record.failure);
   m_scheduler->finish(index, end == StageEnd::ok);
   record_skipped();
   save();
@@ -1235,13 +1241,7 @@ void Run::record_skipped() {
       break;
     }
     m_folder.log(fmt::format("stage {}: skipped: {}{}", stage.name, why, gates));
-    m_events.emit(EventType::stage_ended, {{"stage", stage.name},
-                                           {"lane", record.lane},
-                                           {"status", record.status},
-                                           {"outcome", record.outcome},
-                                           {"seconds", 0},
-                                           {"image", ""},
-                                           {"failure", why}});
+    stage_ended_event(record, why);
     // A stopped run says why once, not once per stage.
     if (m_scheduler->skip_cause(index) != SkipCause::stopped) {
       m_console.note(fmt::format("[{}] skipped: {}{}", stage.name, why, gates));
