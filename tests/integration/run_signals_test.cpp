@@ -19,18 +19,15 @@ namespace {
 
 using nlohmann::json;
 
-/// The command line of a kiln running `dir`'s chain, to find it in the process table.
-std::string kiln_running(const ChainDir& dir) {
-  return "run " + (dir.path() / "chain.toml").string();
-}
-
 /// Run `dir`'s chain and, once `step` runs, send kiln `signal`.
 KilnResult run_signalled(const ChainDir& dir, const std::string& step, int signal) {
   std::thread sender([&] {
     ASSERT_TRUE(wait_for_process(step)) << "the step never ran";
-    for (int pid : processes_matching(kiln_running(dir))) {
-      ::kill(pid, signal);
-    }
+    // kiln itself, by the pid its record names: its sentinel (a fork, the same command line)
+    // must outlive it, as it does when a user or the OOM killer kills kiln.
+    int pid = dir.latest_manifest()["pid"];
+    ASSERT_GT(pid, 0);
+    ::kill(pid, signal);
   });
   KilnResult result = dir.kiln({"run", (dir.path() / "chain.toml").string()});
   sender.join();
