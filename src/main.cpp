@@ -7,10 +7,11 @@
 #include "cli/history_command.h"
 #include "cli/lint_command.h"
 #include "cli/logs_command.h"
+#include "cli/records_command.h"
 #include "cli/report_command.h"
-#include "cli/trace_command.h"
 #include "cli/resources_command.h"
 #include "cli/run_command.h"
+#include "cli/trace_command.h"
 #include "driver/crash.h"
 #include "driver/run_loop.h"
 
@@ -46,6 +47,8 @@ int dispatch(int argc, char** argv) {
   CLI::App* report = kiln::add_report_command(app, report_args);
   kiln::TraceArgs trace_args;
   CLI::App* trace = kiln::add_trace_command(app, trace_args);
+  kiln::ReplayArgs replay_args;
+  CLI::App* replay = kiln::add_records_command(app, replay_args);
   kiln::AttestArgs attest_args;
   CLI::App* attest_verify = kiln::add_attest_command(app, attest_args);
   try {
@@ -94,6 +97,9 @@ int dispatch(int argc, char** argv) {
   }
   if (trace->parsed()) {
     return kiln::trace_command(trace_args);
+  }
+  if (replay->parsed()) {
+    return kiln::records_replay_command(replay_args);
   }
   if (attest_verify->parsed()) {
     return kiln::attest_verify_command(attest_args);

@@ -82,37 +82,48 @@ Json gate_json(const GateRecord& g) {
           {"remembered", g.remembered}};
 }
 
-Json publish_json(const std::vector<PublishRecord>& published) {
-  Json out = Json::array();
-  for (const auto& p : published) {
-    Json lanes = Json::array();
-    for (const auto& l : p.lanes) {
-      lanes.push_back({{"lane", l.lane},
-                       {"stage", l.stage},
-                       {"platform", l.platform},
-                       {"image", l.image},
-                       {"identity", l.identity},
-                       {"digest", l.digest},
-                       {"attestation", l.attestation},
-                       {"packages", l.packages},
-                       {"detail", l.detail}});
+} // namespace
+
+void CompileReport::add(const cc::CompileStats& stats) {
+  totals += stats;
+  ++reports;
+  sccache_lost += stats.sccache == cc::SccacheServer::lost ? 1 : 0;
+  sccache_failed += stats.sccache == cc::SccacheServer::failed ? 1 : 0;
+  sccache_absent += stats.sccache == cc::SccacheServer::absent ? 1 : 0;
+}
+
+void mark_critical_path(RunRecord& run) {
+  // Stages are recorded in run order, needs first: one pass finds each stage's longest chain.
+  std::map<std::string, std::pair<double, std::string>> longest; // name -> (sum, previous)
+  std::string last;
+  for (const auto& stage : run.stages) {
+    std::pair<double, std::string> best{0, ""};
+    for (const auto& need : stage.needs) {
+      // The first need found starts the chain even when it took no time (it was skipped).
+      if (auto found = longest.find(need);
+          found != longest.end() && (best.second.empty() || found->second.first > best.first)) {
+        best = {found->second.first, need};
+      }
     }
-    Json gates = Json::array();
-    for (const auto& g : p.gates) {
-      gates.push_back(gate_json(g));
+    longest[stage.name] = {best.first + stage.seconds, best.second};
+    if (last.empty() || longest[stage.name].first > longest[last].first) {
+      last = stage.name;
     }
-    out.push_back({{"ref", p.ref},
-                   {"status", p.status},
-                   {"digest", p.digest},
-                   {"failure", p.failure},
-                   {"lanes", lanes},
-                   {"gates", gates},
-                   {"done", p.done},
-                   {"gates_not_run", p.gates_not_run},
-                   {"attempts", p.attempts},
-                   {"log", p.log}});
   }
-  return out;
+  run.critical_path.clear();
+  run.critical_path_seconds = last.empty() ? 0 : longest[last].first;
+  for (std::string at = last; !at.empty(); at = longest[at].second) {
+    run.critical_path.insert(run.critical_path.begin(), at);
+  }
+}
+
+StageRecord* RunRecord::find_stage(const std::string& name) {
+  for (auto& stage : stages) {
+    if (stage.name == name) {
+      return &stage;
+    }
+  }
+  return nullptr;
 }
 
 Json stage_json(const StageRecord& s) {
@@ -166,55 +177,31 @@ Json stage_json(const StageRecord& s) {
           {"smoke", smoke}};
 }
 
-} // namespace
-
-void CompileReport::add(const cc::CompileStats& stats) {
-  totals += stats;
-  ++reports;
-  sccache_lost += stats.sccache == cc::SccacheServer::lost ? 1 : 0;
-  sccache_failed += stats.sccache == cc::SccacheServer::failed ? 1 : 0;
-  sccache_absent += stats.sccache == cc::SccacheServer::absent ? 1 : 0;
+Json publish_json(const PublishRecord& p) {
+  Json lanes = Json::array();
+  for (const auto& l : p.lanes) {
+    lanes.push_back({{"lane", l.lane},
+                     {"stage", l.stage},
+                     {"platform", l.platform},
+                     {"image", l.image},
+                     {"identity", l.identity},
+                     {"digest", l.digest},
+                     {"attestation", l.attestation},
+                     {"packages", l.packages},
+                     {"detail", l.detail}});
+  }
+  Json gates = Json::array();
+  for (const auto& g : p.gates) {
+    gates.push_back(gate_json(g));
+  }
+  return {{"ref", p.ref},           {"status", p.status},
+          {"digest", p.digest},     {"failure", p.failure},
+          {"lanes", lanes},         {"gates", gates},
+          {"done", p.done},         {"gates_not_run", p.gates_not_run},
+          {"attempts", p.attempts}, {"log", p.log}};
 }
 
-void mark_critical_path(RunRecord& run) {
-  // Stages are recorded in run order, needs first: one pass finds each stage's longest chain.
-  std::map<std::string, std::pair<double, std::string>> longest; // name -> (sum, previous)
-  std::string last;
-  for (const auto& stage : run.stages) {
-    std::pair<double, std::string> best{0, ""};
-    for (const auto& need : stage.needs) {
-      // The first need found starts the chain even when it took no time (it was skipped).
-      if (auto found = longest.find(need);
-          found != longest.end() && (best.second.empty() || found->second.first > best.first)) {
-        best = {found->second.first, need};
-      }
-    }
-    longest[stage.name] = {best.first + stage.seconds, best.second};
-    if (last.empty() || longest[stage.name].first > longest[last].first) {
-      last = stage.name;
-    }
-  }
-  run.critical_path.clear();
-  run.critical_path_seconds = last.empty() ? 0 : longest[last].first;
-  for (std::string at = last; !at.empty(); at = longest[at].second) {
-    run.critical_path.insert(run.critical_path.begin(), at);
-  }
-}
-
-StageRecord* RunRecord::find_stage(const std::string& name) {
-  for (auto& stage : stages) {
-    if (stage.name == name) {
-      return &stage;
-    }
-  }
-  return nullptr;
-}
-
-std::string manifest_json(const RunRecord& run) {
-  Json stages = Json::array();
-  for (const auto& s : run.stages) {
-    stages.push_back(stage_json(s));
-  }
+Json run_part_json(const RunRecord& run) {
   Json resources = Json::array();
   for (const auto& p : run.resources) {
     resources.push_back({{"phase", p.phase},
@@ -225,47 +212,60 @@ std::string manifest_json(const RunRecord& run) {
                          {"min_free_disk_gb", std::round(p.min_free_disk_gb * 10) / 10},
                          {"samples", p.samples}});
   }
-  Json doc = {{"schema", k_manifest_schema},
-              {"run_id", run.run_id},
-              {"chain", {{"name", run.chain_name}, {"file", run.chain_file}}},
-              {"engine", {{"name", run.engine}, {"version", run.engine_version}}},
-              {"host", run.host},
-              {"pid", run.pid},
-              {"started", run.started},
-              {"ended", run.ended},
-              {"status", run.status},
-              {"status_reason", run.status_reason},
-              {"record_errors", run.record_errors},
-              {"max_parallel", run.max_parallel},
-              {"wall_seconds", rounded(run.wall_seconds)},
-              {"critical_path",
-               {{"stages", run.critical_path}, {"seconds", rounded(run.critical_path_seconds)}}},
-              {"stages", stages},
-              {"publish", publish_json(run.published)},
-              {"resources", resources}};
+  return {{"schema", k_manifest_schema},
+          {"run_id", run.run_id},
+          {"chain", {{"name", run.chain_name}, {"file", run.chain_file}}},
+          {"engine", {{"name", run.engine}, {"version", run.engine_version}}},
+          {"host", run.host},
+          {"pid", run.pid},
+          {"started", run.started},
+          {"ended", run.ended},
+          {"status", run.status},
+          {"status_reason", run.status_reason},
+          {"record_errors", run.record_errors},
+          {"max_parallel", run.max_parallel},
+          {"wall_seconds", rounded(run.wall_seconds)},
+          {"critical_path",
+           {{"stages", run.critical_path}, {"seconds", rounded(run.critical_path_seconds)}}},
+          {"resources", resources}};
+}
+
+std::string manifest_text(const Json& run, const std::vector<Json>& stages,
+                          const std::vector<Json>& publish) {
+  // The stages and publish targets go where a reader of the record expects them: after the
+  // critical path, before the resources.
+  Json doc = Json::object();
+  for (const auto& [key, value] : run.items()) {
+    if (key == "resources") {
+      doc["stages"] = stages;
+      doc["publish"] = publish;
+    }
+    if (key != "stages" && key != "publish") { // the parts' own, whatever a run part says
+      doc[key] = value;
+    }
+  }
+  if (!doc.contains("stages")) {
+    doc["stages"] = stages;
+    doc["publish"] = publish;
+  }
   // Engine output is not always UTF-8 (a Latin-1 compiler message, a binary dumped to the
   // terminal) and a quoted line must not make the record unwritable: replace what is invalid.
   return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-namespace {
-
-// How many of the newest runs a new run looks at: a run killed further back was marked by the
-// run after it.
-constexpr size_t k_abandoned_scan = 20;
-
-/// `ended` of a dead run: the last time its record was written.
-std::string last_written(const std::filesystem::path& run) {
-  std::error_code ec;
-  auto when = std::filesystem::last_write_time(run / "driver.log", ec);
-  if (ec) {
-    when = std::filesystem::last_write_time(run / "manifest.json", ec);
+std::string manifest_json(const RunRecord& run) {
+  std::vector<Json> stages;
+  for (const auto& s : run.stages) {
+    stages.push_back(stage_json(s));
   }
-  if (ec) {
-    return {};
+  std::vector<Json> publish;
+  for (const auto& p : run.published) {
+    publish.push_back(publish_json(p));
   }
-  return utc_iso8601(std::chrono::file_clock::to_sys(when));
+  return manifest_text(run_part_json(run), stages, publish);
 }
+
+namespace {
 
 /// Whether a stage's successful build ran steps rather than taking every one from the cache:
 /// only such a build says how long the stage takes when it has work to do.
@@ -315,60 +315,6 @@ std::map<std::string, LastOk> last_ok_builds(const std::filesystem::path& record
   }
   builds.merge(cached); // keeps a build that ran steps where both exist
   return builds;
-}
-
-std::vector<std::string> mark_abandoned_runs(const std::filesystem::path& records) {
-  std::error_code ec;
-  std::vector<std::filesystem::path> runs;
-  for (const auto& entry : std::filesystem::directory_iterator(records / "runs", ec)) {
-    runs.push_back(entry.path());
-  }
-  std::sort(runs.rbegin(), runs.rend());
-  std::vector<std::string> marked;
-  for (size_t i = 0; i < runs.size() && i < k_abandoned_scan; ++i) {
-    auto text = read_file(runs[i] / "manifest.json", k_manifest_read_limit);
-    if (!text) {
-      continue;
-    }
-    auto doc = Json::parse(*text, nullptr, false);
-    if (!doc.is_object() || json_field<std::string>(doc, "status", "") != "running") {
-      continue;
-    }
-    std::string ended = last_written(runs[i]);
-    doc["status"] = "abandoned";
-    doc["status_reason"] =
-        fmt::format("kiln (pid {} on {}) stopped without finishing its record: "
-                    "killed, or the machine went down; found by the next run",
-                    json_field<int64_t>(doc, "pid", 0), json_field<std::string>(doc, "host", "?"));
-    doc["ended"] = ended;
-    if (doc.contains("stages") && doc["stages"].is_array()) {
-      for (auto& stage : doc["stages"]) {
-        if (!stage.is_object()) {
-          continue;
-        }
-        if (json_field<std::string>(stage, "status", "") == "running") {
-          stage["status"] = "abandoned";
-          stage["ended"] = ended;
-        }
-        if (stage.contains("attempts") && stage["attempts"].is_array()) {
-          for (auto& attempt : stage["attempts"]) {
-            if (attempt.is_object() &&
-                json_field<std::string>(attempt, "verdict", "") == "running") {
-              attempt["verdict"] = "abandoned";
-            }
-          }
-        }
-      }
-    }
-    std::string run_id = runs[i].filename().string();
-    if (write_file_atomic(runs[i] / "manifest.json",
-                          doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n")) {
-      marked.push_back(fmt::format("run {} never finished (its record was last written {}); it "
-                                   "now says abandoned",
-                                   run_id, ended.empty() ? "at an unknown time" : ended));
-    }
-  }
-  return marked;
 }
 
 } // namespace kiln

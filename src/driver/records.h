@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <tl/expected.hpp>
 
 #include "compilecache/stats_line.h"
@@ -192,6 +193,17 @@ struct RunRecord {
 
 std::string manifest_json(const RunRecord& run);
 
+/// The manifest in its three parts, as record events carry them (docs/events.md): the run's own
+/// fields (every top-level field but `stages` and `publish`), one object per stage, one per
+/// publish target. manifest_text() puts them together: manifest_json() is
+/// manifest_text(run_part_json(run), the stages' stage_json(), the targets' publish_json()).
+nlohmann::ordered_json run_part_json(const RunRecord& run);
+nlohmann::ordered_json stage_json(const StageRecord& stage);
+nlohmann::ordered_json publish_json(const PublishRecord& target);
+std::string manifest_text(const nlohmann::ordered_json& run,
+                          const std::vector<nlohmann::ordered_json>& stages,
+                          const std::vector<nlohmann::ordered_json>& publish);
+
 /// Set the run's critical path from its stages' needs and build times. Stages must be in run
 /// order (every stage after those it needs), as a run records them.
 void mark_critical_path(RunRecord& run);
@@ -206,11 +218,5 @@ struct LastOk {
 /// For each stage, its newest successful build. Reads only the most recent manifests, so a
 /// long history costs nothing.
 std::map<std::string, LastOk> last_ok_builds(const std::filesystem::path& records);
-
-/// Mark every recent run whose manifest still says `running` as `abandoned`: call it with the
-/// records lock held (driver/records_lock.h), so no live kiln writes it. Its running stages and
-/// attempts become `abandoned` too, and `ended` is when its driver.log was last written. One line
-/// per run marked, for the console.
-std::vector<std::string> mark_abandoned_runs(const std::filesystem::path& records);
 
 } // namespace kiln

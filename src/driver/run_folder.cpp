@@ -192,7 +192,11 @@ tl::expected<RecordLog, std::string> RunFolder::open_log(const std::string& rela
 
 tl::expected<void, std::string> RunFolder::write_manifest(const RunRecord& run,
                                                           Durability durability) {
-  std::string text = manifest_json(run);
+  return write_manifest(manifest_json(run), durability);
+}
+
+tl::expected<void, std::string> RunFolder::write_manifest(const std::string& text,
+                                                          Durability durability) {
   auto written = write_file_atomic(m_path / "manifest.json", text, durability);
   if (written) {
     return written;

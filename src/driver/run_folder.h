@@ -94,6 +94,9 @@ public:
   /// not flushed, so a cached stage does not wait on the disk.
   tl::expected<void, std::string> write_manifest(const RunRecord& run,
                                                  Durability durability = Durability::flush);
+  /// write_manifest() of a manifest's text (a fold of the run's events). Safe from any thread.
+  tl::expected<void, std::string> write_manifest(const std::string& text,
+                                                 Durability durability = Durability::flush);
 
   /// Point `<records>/latest` at this run, once its first manifest is on disk: `latest` never
   /// names a run without one.

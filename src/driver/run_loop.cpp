@@ -19,6 +19,7 @@
 #include "disk/levers.h"
 #include "disk/watchdog.h"
 #include "dockerfile/source.h"
+#include "driver/abandoned_runs.h"
 #include "driver/attempt.h"
 #include "driver/attempt_runner.h"
 #include "driver/build_request.h"
@@ -177,7 +178,15 @@ public:
         m_clock(seams.clock != nullptr ? *seams.clock : real_clock()), m_options(options),
         m_console(console), m_lock(std::move(lock)), m_folder(std::move(folder)),
         m_record(std::move(record)),
-        m_events(m_folder.path() / "events.jsonl", m_clock, options.progress_json), m_seams(seams) {
+        m_events(m_folder.path() / "events.jsonl", m_clock, options.progress_json,
+                 [this](const std::string& manifest, bool ended) {
+                   // Flushed once the run has ended, however it ended; the states between are
+                   // atomic, not flushed: an fsync per state costs a cached chain more than its
+                   // builds. A failed write is in write_errors().
+                   m_folder.write_manifest(manifest,
+                                           ended ? Durability::flush : Durability::rename_only);
+                 }),
+        m_seams(seams) {
     // Chain-file classes first: they are the more specific, and name the verdict.
     m_classes = m_chain.transient;
     m_classes.insert(m_classes.end(), builtin_transient_classes().begin(),
@@ -320,6 +329,10 @@ private:
   RunSeams m_seams;
   std::mutex m_save_mutex; // the crash path may save from another thread
   bool m_record_error_shown = false;
+  // What the last save() sent of each part of the record, as JSON text: only a change is sent.
+  std::string m_saved_run;
+  std::map<std::string, std::string> m_saved_stages;
+  std::map<std::string, std::string> m_saved_publish;
 
   /// Held by whichever thread changes the record; a stage's thread lets go of it only while
   /// it waits on the engine or a cooldown.
@@ -508,10 +521,30 @@ bool Run::prepare_budget(const Stage& stage, const BuildRequest& request, const 
 void Run::save() {
   std::lock_guard lock(m_save_mutex);
   m_record.record_errors = m_folder.write_errors();
-  // Flushed once the run has ended, however it ended; the states between are atomic, not
-  // flushed: an fsync per state costs a cached chain more than its builds.
-  m_folder.write_manifest(m_record,
-                          m_record.ended.empty() ? Durability::rename_only : Durability::flush);
+  // The record reaches manifest.json only as events: each part that changed since the last
+  // save, then the writer folds them. Waited for, so a kill after this leaves it on disk.
+  auto changed = [](std::string& saved, const nlohmann::ordered_json& part) {
+    std::string text = part.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    if (text == saved) {
+      return false;
+    }
+    saved = std::move(text);
+    return true;
+  };
+  if (auto run = run_part_json(m_record); changed(m_saved_run, run)) {
+    m_events.emit(EventType::run_record, {{"record", std::move(run)}});
+  }
+  for (const StageRecord& stage : m_record.stages) {
+    if (auto part = stage_json(stage); changed(m_saved_stages[stage.name], part)) {
+      m_events.emit(EventType::stage_record, {{"stage", stage.name}, {"record", std::move(part)}});
+    }
+  }
+  for (const PublishRecord& target : m_record.published) {
+    if (auto part = publish_json(target); changed(m_saved_publish[target.ref], part)) {
+      m_events.emit(EventType::publish_record, {{"ref", target.ref}, {"record", std::move(part)}});
+    }
+  }
+  m_events.flush();
   // A failed write is in write_errors() and ends the run `record-incomplete`; say so at once,
   // once, on the console.
   if (!m_record_error_shown && !m_folder.write_errors().empty()) {
@@ -1589,7 +1622,6 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
   RunForecast forecast = forecast_run(m_chain, stages);
   m_eta = std::move(forecast.etas);
   Steady::time_point start = m_clock.steady();
-  save();
   m_folder.log(fmt::format("run {}: chain {} ({}), engine {} {}, host {}, stages: {}",
                            m_record.run_id, m_chain.name, m_chain.file.string(), m_engine.name(),
                            m_record.engine_version, m_record.host, [&] {
@@ -1618,6 +1650,7 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
                     {{"stage", s->name}, {"lane", record.lane}, {"needs", record.needs}});
     }
   }
+  save(); // the record as it starts: every part of it an event
   m_console.note(fmt::format("run {}: {} stage(s) of chain {} on {} {}", m_record.run_id,
                              stages.size(), m_chain.name, m_engine.name(),
                              m_record.engine_version));

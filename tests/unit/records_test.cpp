@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "driver/abandoned_runs.h"
 #include "driver/records.h"
 #include "driver/run_folder.h"
 

@@ -1,0 +1,22 @@
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace kiln {
+
+struct ReplayArgs {
+  std::string run;                 // a run id, `latest`, or a run folder
+  std::string output = "-";        // a file, or - for standard output
+  bool check = false;              // compare with the run's manifest.json instead of writing
+  std::string records = "records"; // where a run id is looked up: <records>/runs/<id>
+};
+
+/// `kiln records replay RUN`: register the subcommand and its options, filling `args`.
+CLI::App* add_records_command(CLI::App& app, ReplayArgs& args);
+
+/// Rebuild a run's manifest from its events.jsonl; returns the process exit code.
+int records_replay_command(const ReplayArgs& args);
+
+} // namespace kiln
