@@ -81,15 +81,15 @@ EventLog::~EventLog() {
 }
 
 void EventLog::emit(EventType type, nlohmann::ordered_json fields) {
-  double t = std::chrono::duration<double>(m_clock.steady() - m_start).count();
-  std::string time = utc_iso8601(m_clock.wall());
   bool record = is_record_event(event_type_name(type));
   std::lock_guard lock(m_mutex);
+  // Read under the lock: the number orders the file, and the time must not go back with it.
+  double t = std::chrono::duration<double>(m_clock.steady() - m_start).count();
+  std::string time = utc_iso8601(m_clock.wall());
   // The writer takes the whole queue at once: only an empty queue means it may be waiting.
   if (m_queued.empty()) {
     m_wake.notify_one();
   }
-  // Made under the lock: the number orders the file, and the time must not go back with it.
   m_queued.push_back({event_line(++m_seq, time, t, event_type_name(type), fields), record});
 }
 

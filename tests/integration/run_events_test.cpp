@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "driver/events.h"
 #include "kiln_harness.h"
 #include "util/loopback.h"
 
@@ -85,7 +86,7 @@ TEST(RunEvents, JsonProgressTraceAndOtlpExportTellTheSameRun) {
   double t = 0;
   for (const json& event : events) {
     ASSERT_TRUE(event.is_object()) << "a line that is no JSON object";
-    EXPECT_EQ(event["schema"], 1);
+    EXPECT_EQ(event["schema"], k_events_schema);
     EXPECT_EQ(event["seq"].get<long>(), ++seq);
     EXPECT_GE(event["t"].get<double>(), t) << event.dump();
     t = event["t"].get<double>();
