@@ -13,21 +13,23 @@ struct RecordState {
   std::mutex driver_log_mutex;
   Headroom headroom;
   std::vector<std::string> errors;
-  bool logs_cut = false; // engine logs stop at their next write
+  std::string out_of_room; // the first failure for want of room: engine logs stop at it
 
-  /// Note a failed write, give the reserved room back and cut the engine logs. Returns the
-  /// first failure, which a cut log names.
-  std::string fail(std::string error) {
+  /// Note a failed write. One for want of room also gives the reserved room back and cuts
+  /// every engine log, so what room is left goes to driver.log and the manifest; any other
+  /// (a permission, too many open files) cuts only the file that failed.
+  void fail(std::string error) {
     std::lock_guard lock(mutex);
+    if (out_of_room.empty() && is_out_of_room(error)) {
+      out_of_room = error;
+      headroom.release();
+    }
     errors.push_back(std::move(error));
-    headroom.release();
-    logs_cut = true;
-    return errors.front();
   }
 
-  std::string first_error() const {
+  std::string first_out_of_room() const {
     std::lock_guard lock(mutex);
-    return errors.empty() ? std::string() : errors.front();
+    return out_of_room;
   }
 };
 
@@ -76,7 +78,7 @@ bool RecordLog::write(std::string_view data) {
     }
   }
   if (m_engine_output && m_state) {
-    if (std::string first = m_state->first_error(); !first.empty()) {
+    if (std::string first = m_state->first_out_of_room(); !first.empty()) {
       cut(m_file.written(), "the run's record ran out of room (" + first + ")");
       return false;
     }
@@ -202,8 +204,8 @@ tl::expected<void, std::string> RunFolder::write_manifest(const std::string& tex
     return written;
   }
   m_state->fail(written.error());
-  // The failure released the reserved room: the manifest fits now unless the disk is full to
-  // the last byte again.
+  // A failure for want of room released the reserved room: the manifest fits now unless the
+  // disk is full to the last byte again.
   return write_file_atomic(m_path / "manifest.json", text, durability);
 }
 

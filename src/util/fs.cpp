@@ -37,6 +37,19 @@ std::string failure(std::string_view what, const std::filesystem::path& path, in
   return std::string(what) + " " + path.string() + ": " + std::strerror(error);
 }
 
+} // namespace
+
+bool is_out_of_room(std::string_view write_error) {
+  for (int error : {ENOSPC, EDQUOT}) {
+    if (write_error.find(std::string(": ") + std::strerror(error)) != std::string_view::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
 std::filesystem::path nearest_existing(const std::filesystem::path& path) {
   std::filesystem::path probe = path;
   std::error_code error;

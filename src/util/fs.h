@@ -18,6 +18,10 @@ enum class Durability { flush, rename_only };
 /// file or the new one, never a torn one: write a temporary beside it, fsync (with `flush`),
 /// rename. The temporary's name is unique to the process and the call, so two writers never
 /// share one.
+/// Whether a write error of this file's functions ("cannot write PATH: <strerror>...") says the
+/// filesystem is out of room: no space left (ENOSPC) or over a quota (EDQUOT).
+bool is_out_of_room(std::string_view write_error);
+
 tl::expected<void, std::string> write_file_atomic(const std::filesystem::path& path,
                                                   std::string_view content,
                                                   Durability durability = Durability::flush);

@@ -10,6 +10,7 @@
 #include "driver/abandoned_runs.h"
 #include "driver/records.h"
 #include "driver/run_folder.h"
+#include "util/fs.h"
 
 namespace kiln {
 namespace {
@@ -191,6 +192,31 @@ TEST_F(RecordsTest, ALogCutByAFullDiskSaysWhereAndEveryOtherLogStops) {
   std::ifstream driver(folder->path() / "driver.log");
   std::string log((std::istreambuf_iterator<char>(driver)), std::istreambuf_iterator<char>());
   EXPECT_NE(log.find("the end"), std::string::npos);
+}
+
+TEST_F(RecordsTest, AWriteThatFailedForAnotherReasonCutsOnlyItsOwnFileAndSaysWhy) {
+  auto folder = RunFolder::create(m_root, at(0));
+  ASSERT_TRUE(folder);
+  auto other = folder->open_log("stages/other.attempt-1.log");
+  ASSERT_TRUE(other);
+  // A folder where the log should be: its open fails with EISDIR, not for want of room.
+  std::filesystem::create_directories(folder->path() / "stages" / "odd.attempt-1.log");
+  auto odd = folder->open_log("stages/odd.attempt-1.log");
+  ASSERT_FALSE(odd);
+  ASSERT_EQ(folder->write_errors().size(), 1u);
+  EXPECT_NE(folder->write_errors()[0].find("Is a directory"), std::string::npos)
+      << folder->write_errors()[0];
+  // No room was given back and the other logs go on.
+  EXPECT_TRUE(std::filesystem::exists(folder->path() / ".record-headroom"));
+  EXPECT_TRUE(other->write("after\n"));
+  EXPECT_FALSE(other->cut_at());
+}
+
+TEST(OutOfRoom, OnlyNoSpaceAndQuotaAreWantOfRoom) {
+  EXPECT_TRUE(is_out_of_room("cannot write /r/x.log: No space left on device (cut at byte 7)"));
+  EXPECT_TRUE(is_out_of_room("cannot write /r/manifest.json: Disk quota exceeded"));
+  EXPECT_FALSE(is_out_of_room("cannot write /r/x.log: Too many open files"));
+  EXPECT_FALSE(is_out_of_room("cannot write /r/x.log: Permission denied"));
 }
 
 TEST_F(RecordsTest, ADeadRunStillSayingRunningIsMarkedAbandoned) {
