@@ -283,6 +283,29 @@ ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink) {
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   int out_fd = out[0];
   bool leader_done = false;
+  // However this call is left (a sink or on_stop that throws included), the child's group is
+  // killed and reaped and the descriptors closed: no child outlives the call that started it.
+  struct OwnedChild {
+    pid_t pid;
+    const bool& leader_done;
+    int& out_fd;
+    int pidfd;
+    ~OwnedChild() {
+      if (!leader_done) {
+        kill_group(pid, SIGKILL);
+        int status = 0;
+        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+      }
+      if (out_fd >= 0) {
+        ::close(out_fd);
+      }
+      if (pidfd >= 0) {
+        ::close(pidfd);
+      }
+      sentinel().release(pid);
+    }
+  } owned{pid, leader_done, out_fd, pidfd};
   bool stopping = false; // SIGINT sent; SIGKILL at kill_deadline
   Clock::time_point kill_deadline{};
   // After the leader exits, a process outside its group could still hold the pipe open;
@@ -393,10 +416,6 @@ ProcessExit run_process(const ProcessSpec& spec, const OutputSink& sink) {
       ::close(out_fd);
       out_fd = -1;
     }
-  }
-  sentinel().release(pid);
-  if (pidfd >= 0) {
-    ::close(pidfd);
   }
   return result;
 }

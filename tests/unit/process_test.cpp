@@ -78,6 +78,14 @@ TEST(Process, KillsWhatTheLeaderLeftInItsGroup) {
   EXPECT_FALSE(process_running("sleep 4321"));
 }
 
+TEST(Process, AnOutputHandlerThatThrowsLeavesNoChildBehind) {
+  ProcessSpec spec{{"sh", "-c", "echo started; exec sleep 4322"}};
+  EXPECT_THROW(run_process(spec, [](std::string_view) { throw std::runtime_error("full"); }),
+               std::runtime_error);
+  // Killed and reaped before the exception left run_process: nothing to wait for.
+  EXPECT_FALSE(process_running("sleep 4322"));
+}
+
 TEST(Process, InterruptSendsSigintToTheGroup) {
   std::string output;
   ProcessExit exit = interrupt_when_ready("trap 'echo got-int; exit 5' INT; echo ready; "
