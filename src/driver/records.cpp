@@ -195,6 +195,7 @@ Json publish_json(const PublishRecord& p) {
     gates.push_back(gate_json(g));
   }
   return {{"ref", p.ref},           {"status", p.status},
+          {"started", p.started},   {"seconds", rounded(p.seconds)},
           {"digest", p.digest},     {"failure", p.failure},
           {"lanes", lanes},         {"gates", gates},
           {"done", p.done},         {"gates_not_run", p.gates_not_run},

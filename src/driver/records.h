@@ -16,7 +16,7 @@
 namespace kiln {
 
 /// The manifest schema version; bump it on any change a reader could notice (docs/records.md).
-constexpr int k_manifest_schema = 8;
+constexpr int k_manifest_schema = 9;
 
 /// What the kiln-cc steps of one attempt reported, summed over the steps that reported.
 struct CompileReport {
@@ -150,8 +150,10 @@ struct IndexLaneRecord {
 /// index`), or a lane's final image in the chain's registry.
 struct PublishRecord {
   std::string ref;
-  std::string status; // published | held | blocked | failed | interrupted
-  std::string digest; // the pushed index's
+  std::string status;  // published | held | blocked | failed | interrupted
+  std::string started; // UTC ISO-8601, when its gates began; "" when it was not attempted
+  double seconds = 0;  // from its gates' start to its end
+  std::string digest;  // the pushed index's
   std::string failure;
   std::vector<IndexLaneRecord> lanes;
   std::vector<GateRecord> gates;          // completeness, smoke, coherence; up to a refusal

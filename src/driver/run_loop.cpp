@@ -1454,6 +1454,9 @@ void Run::publish_all(const std::vector<const Stage*>& stages) {
       continue;
     }
     m_console.note(fmt::format("publish {}: {} image(s)", target.ref, target.stages.size()));
+    std::string started = utc_iso8601(m_clock.wall());
+    Steady::time_point start = m_clock.steady();
+    record.started = started;
     save();
     set_stage_phase("publish", "publish");
     // The stages' threads have ended, and with them the watch that turns Ctrl-C into the run's
@@ -1467,6 +1470,8 @@ void Run::publish_all(const std::vector<const Stage*>& stages) {
                  }},
                 target, targets.size() == 1 ? "publish.log" : fmt::format("publish-{}.log", n + 1));
     set_stage_phase("publish", "");
+    record.started = started;
+    record.seconds = seconds_since(start);
     for (const auto& lane : record.lanes) {
       m_folder.log(fmt::format("publish {}: {} ({}): {} {}{}{}", record.ref, lane.stage,
                                lane.platform, lane.image, lane.identity,

@@ -22,6 +22,7 @@
 #include "compilecache/stats_line.h"
 #include "engine/buildkit_progress.h"
 #include "forensics/signals.h"
+#include "util/json_field.h"
 
 namespace kiln::forensics {
 
@@ -1537,6 +1538,23 @@ tl::expected<RunAnalysis, std::string> analyze_target(const std::string& target,
     }
     run.logs.push_back(std::move(*log));
   }
+  // A manifest is a few hundred KB at most.
+  if (auto text = read_small_file(folder / "manifest.json", 64u << 20)) {
+    using Json = nlohmann::json;
+    Json manifest = Json::parse(*text, nullptr, false);
+    Json publish = manifest.is_object() ? manifest.value("publish", Json()) : Json();
+    for (const Json& target : publish.is_array() ? publish : Json::array()) {
+      if (!target.is_object()) {
+        continue;
+      }
+      std::string status = json_field<std::string>(target, "status", "");
+      if (status == "failed" || status == "blocked") {
+        run.publish_failures.push_back({json_field<std::string>(target, "ref", ""), status,
+                                        json_field<std::string>(target, "failure", ""),
+                                        json_field<std::string>(target, "log", "")});
+      }
+    }
+  }
   summarize(run);
   return run;
 }
@@ -1726,6 +1744,16 @@ nlohmann::json to_json(const RunAnalysis& run) {
   }
   out["retries"] = std::move(retries);
   out["warnings"] = warnings_json(warnings);
+  for (const auto& p : run.publish_failures) {
+    errors.push_back({{"stage", "publish"},
+                      {"lane", ""},
+                      {"attempt", nullptr},
+                      {"id", p.ref},
+                      {"name", "publish " + p.ref + ": " + p.status},
+                      {"lines", json::array({p.failure})},
+                      {"from_tail", false},
+                      {"log", p.log}});
+  }
   out["errors"] = std::move(errors);
   out["fetches_without_progress"] = fetches;
   return out;

@@ -140,10 +140,20 @@ struct RetryFinding {
   std::optional<long> jobs_from, jobs_to; // a downgrade's
 };
 
+/// A publish target the run's record says failed or was blocked: its error is the record's, the
+/// log (skopeo's and the gates' lines) no engine's.
+struct PublishFailure {
+  std::string ref;
+  std::string status; // failed | blocked
+  std::string failure;
+  std::string log; // relative to the run folder; "" when it got no log
+};
+
 struct RunAnalysis {
   std::optional<std::string> run_id;
   Options options;
   std::vector<LogResult> logs;
+  std::vector<PublishFailure> publish_failures; // read from a run folder's manifest
   // What summarize() finds across the logs:
   std::vector<StageSummary> stages;
   std::vector<RetryFinding> retries;
@@ -154,7 +164,8 @@ void summarize(RunAnalysis& run);
 
 /// What `target` names: a log file, a run folder (one holding `stages/`), or a run id (or
 /// `latest`) under `records`. Every `.attempt-N.log` of a run, in lane, stage and attempt
-/// order. An error names the path tried and what to do.
+/// order, and the publish targets its manifest says failed. An error names the path tried and
+/// what to do.
 tl::expected<RunAnalysis, std::string> analyze_target(const std::string& target,
                                                       const std::filesystem::path& records,
                                                       const Options& options);

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "driver/records.h" // the manifest schema: the report reads the one kiln writes
 #include "forensics/history.h"
 #include "forensics/log_analysis.h"
 #include "util/fs.h"
@@ -18,9 +19,6 @@
 namespace kiln {
 
 namespace {
-
-/// The manifest schema this report is written for (driver/records.h's k_manifest_schema).
-constexpr int k_report_schema = 8;
 
 using Json = nlohmann::json;
 
@@ -138,14 +136,32 @@ struct Bar {
   size_t row = 0;
 };
 
+/// A publish target on the time axis: its gates, push, read-back, signature and tag.
+struct PublishSpan {
+  std::string ref;
+  std::string status;
+  double start = 0;
+  double end = 0;
+};
+
 struct Timeline {
   double origin = 0; // the run's start, seconds since the epoch
   double span = 1;   // seconds the x axis covers
   std::vector<Bar> bars;
+  std::vector<PublishSpan> publishes; // drawn on a row of their own, the last
+  size_t publish_row = 0;
   std::vector<std::string> row_labels;
   std::vector<bool> row_on_path;
   bool lanes = false;
 };
+
+void add_publish_row(Timeline& t) {
+  if (!t.publishes.empty()) {
+    t.publish_row = t.row_labels.size();
+    t.row_labels.push_back("publish");
+    t.row_on_path.push_back(false);
+  }
+}
 
 double x_of(const Timeline& t, double seconds) {
   return k_label_width + std::clamp(seconds, 0.0, t.span) / t.span * k_plot_width;
@@ -225,6 +241,18 @@ Timeline lay_out(const Json& manifest, const std::vector<ResourceRow>& resources
     }
     t.bars.push_back(std::move(bar));
   }
+  for (const Json& target : array_field(manifest, "publish")) {
+    if (auto at = parse_utc(text_field(target, "started"))) {
+      PublishSpan span{text_field(target, "ref"), text_field(target, "status"), *at - t.origin, 0};
+      // Whole seconds again: it began once the last stage ended, not before.
+      for (const Bar& bar : t.bars) {
+        span.start = std::max(span.start, std::min(bar.end, *at - t.origin + 0.999));
+      }
+      span.end = span.start + std::max(0.0, number_field(target, "seconds").value_or(0));
+      last = std::max(last, span.end);
+      t.publishes.push_back(span);
+    }
+  }
   if (!resources.empty()) {
     if (auto at = parse_utc(resources.back().time)) {
       last = std::max(last, *at - t.origin);
@@ -240,6 +268,7 @@ Timeline lay_out(const Json& manifest, const std::vector<ResourceRow>& resources
       t.row_labels.push_back(t.bars[i].name);
       t.row_on_path.push_back(t.bars[i].critical);
     }
+    add_publish_row(t);
     return t;
   }
   // A row per lane; stages of one lane that overlap in time take a row each, packed greedily.
@@ -281,6 +310,7 @@ Timeline lay_out(const Json& manifest, const std::vector<ResourceRow>& resources
       t.row_on_path.push_back(false);
     }
   }
+  add_publish_row(t);
   return t;
 }
 
@@ -318,6 +348,22 @@ std::string short_name(const Bar& bar) {
 
 std::string outcome_class(const std::string& outcome) {
   return "outcome-" + css_token(outcome.substr(0, outcome.find(':')));
+}
+
+/// A bar's label: after the bar when it fits before `room_end` (the next bar on its row, or the
+/// chart's edge), else inside the bar when it fits there, else none (the bar's title says it).
+void bar_label(std::string& out, const std::string& text, double x, double width, double y,
+               double room_end) {
+  std::string label = clipped(text, 60);
+  double needed = 7.0 * static_cast<double>(label.size());
+  bool after = x + width + 4 + needed <= room_end;
+  if (!after && needed + 8 > width) {
+    return;
+  }
+  fmt::format_to(std::back_inserter(out),
+                 "<text class=\"bar-label{}\" x=\"{:.1f}\" y=\"{:.1f}\"{}>{}</text>",
+                 after ? "" : " inside", after ? x + width + 4 : x + width - 4,
+                 y + k_bar_height - 4, after ? "" : " text-anchor=\"end\"", esc(label));
 }
 
 void gantt(std::string& out, const Timeline& t, const Json& manifest) {
@@ -395,12 +441,30 @@ void gantt(std::string& out, const Timeline& t, const Json& manifest) {
     std::string label =
         bar.started ? (t.lanes ? short_name(bar) + " " : "") + seconds_text(bar.end - bar.start)
                     : "not started: " + bar.outcome;
-    double label_x = x + width + 4;
-    bool inside = label_x + 7.0 * static_cast<double>(label.size()) > k_width;
+    double room_end = k_width;
+    for (const Bar& next : t.bars) {
+      if (&next != &bar && next.started && next.row == bar.row && next.start >= bar.end - 1e-6) {
+        room_end = std::min(room_end, x_of(t, next.start));
+      }
+    }
+    bar_label(out, label, x, width, y, room_end);
+  }
+  for (size_t i = 0; i < t.publishes.size(); ++i) {
+    const PublishSpan& p = t.publishes[i];
+    double y =
+        top + static_cast<double>(t.publish_row) * k_row_height + (k_row_height - k_bar_height) / 2;
+    double x = x_of(t, p.start);
+    double width = std::max(x_of(t, p.end) - x, 2.0);
     fmt::format_to(std::back_inserter(out),
-                   "<text class=\"bar-label{}\" x=\"{:.1f}\" y=\"{:.1f}\"{}>{}</text>",
-                   inside ? " inside" : "", inside ? x + width - 4 : label_x, y + k_bar_height - 4,
-                   inside ? " text-anchor=\"end\"" : "", esc(clipped(label, 60)));
+                   "<rect class=\"publish-bar {}\" data-publish=\"{}\" data-status=\"{}\" "
+                   "data-start=\"{:.3f}\" data-seconds=\"{:.3f}\" x=\"{:.1f}\" y=\"{:.1f}\" "
+                   "width=\"{:.1f}\" height=\"{}\" rx=\"2\"><title>publish {}: {}, {:.3f} s, from "
+                   "{:.1f}s to {:.1f}s</title></rect>",
+                   outcome_class(p.status), esc(p.ref), esc(p.status), p.start, p.end - p.start, x,
+                   y, width, k_bar_height, esc(p.ref), esc(p.status), p.end - p.start, p.start,
+                   p.end);
+    double room_end = i + 1 < t.publishes.size() ? x_of(t, t.publishes[i + 1].start) : k_width;
+    bar_label(out, p.status + " " + seconds_text(p.end - p.start), x, width, y, room_end);
   }
   out += "</g></svg>\n";
   // The legend: what a bar's colour and outline say.
@@ -598,11 +662,11 @@ void header(std::string& out, const Json& m) {
     }
     out += "</ul>\n";
   }
-  if (auto schema = number_field(m, "schema"); !schema || *schema != k_report_schema) {
+  if (auto schema = number_field(m, "schema"); !schema || *schema != k_manifest_schema) {
     fmt::format_to(std::back_inserter(out),
                    "<p class=\"note\">This manifest has schema {}; this report reads schema {} "
                    "and leaves out what it does not find.</p>\n",
-                   schema ? esc(scalar_text(field(m, "schema"))) : "none", k_report_schema);
+                   schema ? esc(scalar_text(field(m, "schema"))) : "none", k_manifest_schema);
   }
   out += "</header>\n";
 }
@@ -822,8 +886,14 @@ void analysis_table(std::string& out, const Json& rows, const char* css_class, c
     fmt::format_to(std::back_inserter(out), "<p class=\"none {}\">None.</p>\n", css_class);
     return;
   }
+  // A run with lanes names each row's lane: a stage name alone is in every lane.
+  std::vector<std::pair<const char*, const char*>> shown_columns = columns;
+  if (std::any_of(rows.begin(), rows.end(),
+                  [](const Json& row) { return !scalar_text(field(row, "lane")).empty(); })) {
+    shown_columns.insert(shown_columns.begin(), {"lane", "lane"});
+  }
   fmt::format_to(std::back_inserter(out), "<table class=\"{}\"><thead><tr>", css_class);
-  for (const auto& [key, title] : columns) {
+  for (const auto& [key, title] : shown_columns) {
     fmt::format_to(std::back_inserter(out), "<th>{}</th>", title);
   }
   out += "</tr></thead><tbody>\n";
@@ -834,7 +904,7 @@ void analysis_table(std::string& out, const Json& rows, const char* css_class, c
     }
     fmt::format_to(std::back_inserter(out), "<tr data-stage=\"{}\">",
                    esc(scalar_text(field(row, "stage"))));
-    for (const auto& [key, title] : columns) {
+    for (const auto& [key, title] : shown_columns) {
       fmt::format_to(std::back_inserter(out), "<td class=\"{}\">{}</td>", css_token(key),
                      esc(clipped(scalar_text(field(row, key)), 300)));
     }
@@ -851,16 +921,17 @@ void analysis_section(std::string& out, const Json& a) {
   out += "<section id=\"analysis\"><h2>Log analysis</h2>\n";
   const Json& warnings = field(a, "warnings");
   const Json& idle = field(a, "idle_tails");
-  fmt::format_to(std::back_inserter(out),
-                 "<p class=\"analysis-summary\">{} log{} read; compiler warnings: {} ({} noise, {} "
-                 "signal); idle tails over {} s: {} s in all; fetches without progress: {}.</p>\n",
-                 array_field(a, "logs").size(), array_field(a, "logs").size() == 1 ? "" : "s",
-                 esc(scalar_text(field(warnings, "total"))),
-                 esc(scalar_text(field(warnings, "noise"))),
-                 esc(scalar_text(field(warnings, "signal"))),
-                 esc(scalar_text(field(a, "idle_tail_threshold_seconds"))),
-                 esc(scalar_text(field(idle, "total_seconds"))),
-                 esc(scalar_text(field(a, "fetches_without_progress"))));
+  fmt::format_to(
+      std::back_inserter(out),
+      "<p class=\"analysis-summary\">{} log{} read; compiler warnings: {} ({} noise, {} "
+      "signal); steps silent at their end: {} s in all, {} step(s) over {} s for {} "
+      "s; fetches without progress: {}.</p>\n",
+      array_field(a, "logs").size(), array_field(a, "logs").size() == 1 ? "" : "s",
+      esc(scalar_text(field(warnings, "total"))), esc(scalar_text(field(warnings, "noise"))),
+      esc(scalar_text(field(warnings, "signal"))), esc(scalar_text(field(idle, "total_seconds"))),
+      array_field(idle, "steps").size(), esc(scalar_text(field(a, "idle_tail_threshold_seconds"))),
+      esc(scalar_text(field(idle, "over_threshold_seconds"))),
+      esc(scalar_text(field(a, "fetches_without_progress"))));
   analysis_table(out, field(a, "slowest_steps"), "slowest-steps", "Slowest steps",
                  {{"stage", "stage"},
                   {"attempt", "attempt"},
@@ -994,6 +1065,7 @@ svg{display:block;max-width:100%;height:auto;font-size:11px}
 .outcome-refused{fill:#f58518}.outcome-interrupted{fill:#b279a2}
 .outcome-skipped,.outcome-pending,.outcome-none{fill:#bab0ac}
 .outcome-running{fill:#eeca3b}.outcome-crashed,.outcome-abandoned{fill:#79706e}
+.outcome-published{fill:#54a24b}.outcome-held{fill:#bab0ac}.outcome-blocked{fill:#f58518}
 .critical,.critical-swatch{stroke:#111;stroke-width:2.5}
 .attempt{fill:#54a24b}.verdict-retry{fill:#f58518}.verdict-permanent,.verdict-exhausted,
 .verdict-refused-identical,.verdict-crashed{fill:#b22222}.verdict-interrupted{fill:#7a4b94}

@@ -149,6 +149,10 @@ std::string format_tty(const RunAnalysis& run) {
       }
     }
   }
+  for (const auto& p : run.publish_failures) {
+    line(fmt::format("Publish {} {}{}:", p.ref, p.status, p.log.empty() ? "" : " (" + p.log + ")"));
+    line("  " + p.failure);
+  }
   return out;
 }
 

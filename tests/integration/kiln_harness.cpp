@@ -238,4 +238,18 @@ bool wait_for_no_process(const std::string& needle) {
   return true;
 }
 
+std::string rendered_dom(const ChainDir& dir, const std::filesystem::path& page) {
+  // Chromium's own stderr (D-Bus and GPU notes) goes to a file of its own, so it cannot mix
+  // with the DOM.
+  std::filesystem::path dom = dir.path() / "dom.html";
+  CapturedRun chromium = run_captured(
+      {"sh", "-c", "out=$1; shift; exec \"$@\" >\"$out\" 2>\"$out.log\"", "sh", dom.string(),
+       k_chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+       "--user-data-dir=" + (dir.path() / "chromium-profile").string(), "--dump-dom",
+       "file://" + page.string()},
+      std::chrono::seconds(120));
+  EXPECT_TRUE(chromium.exit.ok()) << chromium.failure() << "\n" << dir.read("dom.html.log");
+  return dir.read("dom.html");
+}
+
 } // namespace kiln::testing

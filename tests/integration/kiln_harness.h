@@ -81,6 +81,13 @@ inline const char* k_base_dockerfile = "FROM scratch\n"
                                        "COPY busybox /bin/busybox\n"
                                        "RUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n";
 
+/// Where Debian's headless Chromium is (scripts/install-deps installs it).
+inline const char* k_chromium = "/usr/bin/chromium";
+
+/// The DOM headless Chromium built from the HTML file `page` once it loaded, serialized; its
+/// profile and its own stderr live in `dir`. The test fails when Chromium does.
+std::string rendered_dom(const ChainDir& dir, const std::filesystem::path& page);
+
 /// Pids of processes whose command line contains `needle`.
 std::vector<int> processes_matching(const std::string& needle);
 

@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "html_elements.h"
 #include "kiln_harness.h"
 #include "local_registry.h"
 #include "util/fs.h"
@@ -419,6 +420,68 @@ TEST(Publish, AFailedSignatureKeepsTheTagFromMovingAndSaysWhatTheSignerSaid) {
   EXPECT_TRUE(chain.served("1.0").is_null()) << "the tag did not move";
   // The index is in the registry by digest only, where nothing names it.
   EXPECT_TRUE(chain.served(published["digest"]).is_object());
+
+  // The log analysis names the failed publish with the signer's words.
+  KilnResult analysed = dir.kiln({"logs", "analyze", "latest", "--format", "json"});
+  ASSERT_EQ(analysed.exit_code, 0) << analysed.output;
+  json analysis = json::parse(analysed.output.substr(analysed.output.find('{')));
+  ASSERT_FALSE(analysis["errors"].empty()) << analysis["errors"].dump(2);
+  const json& error = analysis["errors"].back();
+  EXPECT_EQ(error["stage"], "publish");
+  EXPECT_NE(error["lines"][0].get<std::string>().find("signer: no key for this registry"),
+            std::string::npos);
+
+  // The two-lane run with its failed publish, as headless Chromium draws its report.
+  if (!std::filesystem::exists(k_chromium)) {
+    GTEST_SKIP() << k_chromium << " is not installed (scripts/install-deps installs it)";
+  }
+  ASSERT_EQ(dir.kiln({"report", "latest", "-o", "report.html"}).exit_code, 0);
+  std::string dom = rendered_dom(dir, dir.path() / "report.html");
+  ASSERT_NE(dom.find("</html>"), std::string::npos) << "Chromium printed no DOM:\n" << dom;
+  // One schema: the report reads the manifest kiln writes.
+  EXPECT_EQ(dom.find("This manifest has schema"), std::string::npos);
+  // A bar per stage of both lanes, and the publish on a row of its own after them, ending
+  // where the run ended.
+  auto bars = html_elements(dom, "rect", "bar");
+  EXPECT_EQ(bars.size(), manifest["stages"].size());
+  std::set<std::string> lanes;
+  for (const auto& bar : bars) {
+    lanes.insert(bar.attribute("data-lane"));
+  }
+  EXPECT_EQ(lanes, (std::set<std::string>{"amd64", "arm64"}));
+  auto publishes = html_elements(dom, "rect", "publish-bar");
+  ASSERT_EQ(publishes.size(), 1u);
+  EXPECT_EQ(publishes[0].attribute("data-status"), "failed");
+  EXPECT_NEAR(std::stod(publishes[0].attribute("data-start")) +
+                  std::stod(publishes[0].attribute("data-seconds")),
+              manifest["wall_seconds"].get<double>(), 1.5);
+  // No label runs into a bar: each is after its bar with room, inside it, or left out.
+  bars.push_back(publishes[0]);
+  for (const auto& label : html_elements(dom, "text", "bar-label")) {
+    if (label.has_class("inside")) {
+      continue;
+    }
+    size_t begin = dom.find('>', label.offset) + 1;
+    std::string text = html_unescape(dom.substr(begin, dom.find("</text>", begin) - begin));
+    double x = std::stod(label.attribute("x"));
+    double y = std::stod(label.attribute("y"));
+    for (const auto& bar : bars) {
+      double top = std::stod(bar.attribute("y"));
+      double left = std::stod(bar.attribute("x"));
+      if (y >= top && y <= top + std::stod(bar.attribute("height"))) {
+        EXPECT_FALSE(x < left + std::stod(bar.attribute("width")) &&
+                     x + 7.0 * static_cast<double>(text.size()) > left)
+            << "label '" << text << "' runs into a bar at x=" << left;
+      }
+    }
+  }
+  // Each lane's rows in the slowest steps name the lane.
+  auto slowest = html_elements(dom, "table", "slowest-steps");
+  ASSERT_EQ(slowest.size(), 1u);
+  size_t table_end = dom.find("</table>", slowest[0].offset);
+  std::string table = dom.substr(slowest[0].offset, table_end - slowest[0].offset);
+  EXPECT_NE(table.find("<th>lane</th>"), std::string::npos) << table;
+  EXPECT_NE(table.find("<td class=\"lane\">amd64</td>"), std::string::npos) << table;
 }
 
 TEST(Publish, OnlyTheFinalStageHoldsThePublishBackUntilItsSmokeStageRuns) {

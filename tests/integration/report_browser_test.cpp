@@ -16,22 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* k_chromium = "/usr/bin/chromium";
-
-/// The DOM Chromium built from `page` once it loaded, serialized. Its own stderr (D-Bus and GPU
-/// notes) goes to a file of its own, so it cannot mix with the DOM.
-std::string rendered_dom(const ChainDir& dir, const std::filesystem::path& page) {
-  std::filesystem::path dom = dir.path() / "dom.html";
-  CapturedRun chromium = run_captured(
-      {"sh", "-c", "out=$1; shift; exec \"$@\" >\"$out\" 2>\"$out.log\"", "sh", dom.string(),
-       k_chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-       "--user-data-dir=" + (dir.path() / "chromium-profile").string(), "--dump-dom",
-       "file://" + page.string()},
-      std::chrono::seconds(120));
-  EXPECT_TRUE(chromium.exit.ok()) << chromium.failure() << "\n" << dir.read("dom.html.log");
-  return dir.read("dom.html");
-}
-
 TEST(ReportBrowser, TheDemoRunsReportRendersInHeadlessChromium) {
   if (!std::filesystem::exists(k_chromium)) {
     GTEST_SKIP() << k_chromium << " is not installed (scripts/install-deps installs it)";

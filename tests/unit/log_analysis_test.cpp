@@ -626,5 +626,29 @@ TEST(LogAnalysisRun, RunIdResolvesUnderRecords) {
   EXPECT_EQ(json["slowest_steps"][0]["seconds"], 1.1);
 }
 
+TEST(LogAnalysisRun, APublishTheRecordSaysFailedIsAnErrorOfTheRun) {
+  testing::TempDir dir;
+  std::string run_folder = "records/runs/20261204-101500-ab12/";
+  dir.write(run_folder + "stages/base.attempt-1.log", slurp(k_buildkit + "build-fresh.stderr"));
+  dir.write(run_folder + "publish.log", "push 127.0.0.1:5000/hello:1\nconnection refused\n");
+  dir.write(run_folder + "manifest.json",
+            R"({"schema":9,"publish":[{"ref":"127.0.0.1:5000/hello:1","status":"failed",)"
+            R"("failure":"skopeo copy: connection refused","log":"publish.log"},)"
+            R"({"ref":"127.0.0.1:5000/hello:2","status":"published","failure":""}]})");
+  auto run = analyze_target("20261204-101500-ab12", dir.path() / "records", Options{});
+  ASSERT_TRUE(run) << run.error();
+  ASSERT_EQ(run->publish_failures.size(), 1u);
+  nlohmann::json json = to_json(*run);
+  ASSERT_EQ(json["errors"].size(), 1u);
+  EXPECT_EQ(json["errors"][0]["stage"], "publish");
+  EXPECT_EQ(json["errors"][0]["name"], "publish 127.0.0.1:5000/hello:1: failed");
+  EXPECT_EQ(json["errors"][0]["lines"][0], "skopeo copy: connection refused");
+  EXPECT_EQ(json["errors"][0]["log"], "publish.log");
+  EXPECT_NE(format_tty(*run).find("Publish 127.0.0.1:5000/hello:1 failed (publish.log):\n  "
+                                  "skopeo copy: connection refused"),
+            std::string::npos)
+      << format_tty(*run);
+}
+
 } // namespace
 } // namespace kiln::forensics

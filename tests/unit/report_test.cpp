@@ -1,6 +1,7 @@
 // The HTML report of a run: drawn from real run records (tests/fixtures/report), read back
 // through its DOM hooks.
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <sstream>
 
@@ -8,10 +9,12 @@
 #include <gtest/gtest.h>
 
 #include "cli/records_folder.h"
+#include "driver/records.h"
 #include "forensics/report.h"
 #include "html_elements.h"
 #include "temp_dir.h"
 #include "util/fs.h"
+#include "util/time.h"
 
 namespace kiln::testing {
 namespace {
@@ -292,6 +295,60 @@ TEST(ReportRender, LanesShareARowUnlessTheirStagesOverlap) {
   EXPECT_NE(html.find(">png 5.3s</text>"), std::string::npos) << "a bar names its stage";
 }
 
+TEST(ReportRender, ThePublishHasARowOfItsOwnAndNoLabelRunsIntoABar) {
+  ReportInput in = fixture("wide");
+  for (auto& stage : in.manifest["stages"]) {
+    stage["lane"] = "amd64";
+  }
+  // The publish took the last 3.5 s of the run, after every stage.
+  double wall = in.manifest["wall_seconds"].get<double>();
+  auto started = parse_utc(in.manifest["started"].get<std::string>());
+  ASSERT_TRUE(started);
+  in.manifest["wall_seconds"] = wall + 3.5;
+  in.manifest["publish"] =
+      json::array({{{"ref", "127.0.0.1:5000/hello:1"},
+                    {"status", "failed"},
+                    {"started", utc_iso8601(SystemTime(std::chrono::seconds(
+                                    static_cast<long>(*started + std::ceil(wall)))))},
+                    {"seconds", 3.5},
+                    {"failure", "skopeo copy: connection refused"}}});
+  std::string html = render_report(in);
+  auto publishes = html_elements(html, "rect", "publish-bar");
+  ASSERT_EQ(publishes.size(), 1u);
+  EXPECT_EQ(publishes[0].attribute("data-status"), "failed");
+  EXPECT_TRUE(publishes[0].has_class("outcome-failed"));
+  // It ends where the run ended: the time axis spans the whole run, publish included.
+  double end = std::stod(publishes[0].attribute("data-start")) +
+               std::stod(publishes[0].attribute("data-seconds"));
+  EXPECT_NEAR(end, wall + 3.5, 1.0);
+  double publish_y = std::stod(publishes[0].attribute("y"));
+  std::vector<HtmlElement> bars = html_elements(html, "rect", "bar");
+  for (const auto& bar : bars) {
+    EXPECT_LT(std::stod(bar.attribute("y")), publish_y) << "the publish row is the last";
+  }
+  EXPECT_NE(html.find(">publish</text>"), std::string::npos);
+  bars.push_back(publishes[0]);
+  for (const auto& label : html_elements(html, "text", "bar-label")) {
+    if (label.has_class("inside")) {
+      continue;
+    }
+    size_t begin = html.find('>', label.offset) + 1;
+    std::string text = html_unescape(html.substr(begin, html.find("</text>", begin) - begin));
+    double x = std::stod(label.attribute("x"));
+    double right = x + 7.0 * static_cast<double>(text.size());
+    double y = std::stod(label.attribute("y"));
+    for (const auto& bar : bars) {
+      double top = std::stod(bar.attribute("y"));
+      double left = std::stod(bar.attribute("x"));
+      if (y < top || y > top + std::stod(bar.attribute("height"))) {
+        continue; // another row
+      }
+      EXPECT_FALSE(x < left + std::stod(bar.attribute("width")) && right > left)
+          << "label '" << text << "' runs into a bar at x=" << left;
+    }
+  }
+}
+
 TEST(ReportRender, AnalysisAndHistorySectionsWhenGiven) {
   ReportInput in = fixture("hello");
   std::string plain = render_report(in);
@@ -355,7 +412,8 @@ TEST(ReportRender, FieldsOfTheWrongTypeAreLeftOutNotThrown) {
   std::string html;
   ASSERT_NO_THROW(html = render_report(in));
   EXPECT_EQ(html_elements(html, "rect", "bar").size(), 3u);
-  EXPECT_NE(html.find("This manifest has schema none; this report reads schema 8"),
+  EXPECT_NE(html.find("This manifest has schema none; this report reads schema " +
+                      std::to_string(k_manifest_schema)),
             std::string::npos);
 }
 
