@@ -21,6 +21,32 @@ std::string compile_text(const std::optional<CompileCounts>& counts) {
                      counts->misses);
 }
 
+/// A step's name in at most 80 columns. A RUN's flags (`--mount=...`, `--network=...`) go first:
+/// cut at 80, every compile step of a chain would read the same run of cache mounts.
+std::string step_label(const std::string& name) {
+  constexpr size_t k_columns = 80;
+  std::string label = name;
+  if (size_t run = name.find("RUN --"); run != std::string::npos) {
+    size_t at = run + 4;
+    size_t flags = 0;
+    while (name.compare(at, 2, "--") == 0) {
+      size_t end = name.find(' ', at);
+      at = end == std::string::npos ? name.size() : end + 1;
+      ++flags;
+    }
+    label = name.substr(0, run + 4) + name.substr(at) +
+            fmt::format(" ({} flag{})", flags, flags == 1 ? "" : "s");
+  }
+  if (label.size() <= k_columns) {
+    return label;
+  }
+  size_t cut = k_columns - 3;
+  while (cut > 0 && (static_cast<unsigned char>(label[cut]) & 0xC0) == 0x80) {
+    --cut; // not inside a UTF-8 sequence
+  }
+  return label.substr(0, cut) + "...";
+}
+
 std::string where(const LogResult& log) {
   std::string text = log.stage.empty() ? log.path : log.stage;
   if (!log.lane.empty()) {
@@ -64,7 +90,7 @@ std::string format_tty(const RunAnalysis& run) {
     for (const auto& step : log.steps) {
       line(fmt::format("  {:<16} {:<8} {:>9} {:>9} {:>8}  {}", step.id, state_name(step.state),
                        seconds_text(step.seconds), seconds_text(step.idle_tail_seconds),
-                       step.output_lines, step.name.substr(0, 80)));
+                       step.output_lines, step_label(step.name)));
       if (step.seconds) {
         timed.push_back({&log, &step});
       }
@@ -86,7 +112,7 @@ std::string format_tty(const RunAnalysis& run) {
   line(fmt::format("Slowest steps (top {}):", run.options.top));
   for (size_t i = 0; i < timed.size() && i < run.options.top; ++i) {
     line(fmt::format("  {:>9}s  {} {} {}", seconds_text(timed[i].step->seconds),
-                     where(*timed[i].log), timed[i].step->id, timed[i].step->name.substr(0, 80)));
+                     where(*timed[i].log), timed[i].step->id, step_label(timed[i].step->name)));
   }
   if (timed.empty()) {
     line("  none timed");
@@ -95,7 +121,7 @@ std::string format_tty(const RunAnalysis& run) {
                    idle.empty() ? "none" : std::to_string(idle.size())));
   for (const auto& entry : idle) {
     line(fmt::format("  {:>9}s  {} {} {}", seconds_text(entry.step->idle_tail_seconds),
-                     where(*entry.log), entry.step->id, entry.step->name.substr(0, 80)));
+                     where(*entry.log), entry.step->id, step_label(entry.step->name)));
   }
   for (const auto& entry : findings) {
     const StepResult& step = *entry.step;
@@ -142,7 +168,7 @@ std::string format_tty(const RunAnalysis& run) {
       if (step.state != StepState::error) {
         continue;
       }
-      line(fmt::format("Error in {} {} {}{}:", where(log), step.id, step.name.substr(0, 80),
+      line(fmt::format("Error in {} {} {}{}:", where(log), step.id, step_label(step.name),
                        step.errors_from_tail ? " (no error line matched; its last lines)" : ""));
       for (const auto& text : step.errors) {
         line("  " + text);

@@ -626,6 +626,20 @@ TEST(LogAnalysisRun, RunIdResolvesUnderRecords) {
   EXPECT_EQ(json["slowest_steps"][0]["seconds"], 1.1);
 }
 
+TEST(LogAnalysisTty, ARunStepIsNamedByItsCommandNotItsMounts) {
+  testing::TempDir dir;
+  dir.write("libfoo.attempt-1.log",
+            "STEP 1/2: FROM scratch\n"
+            "STEP 2/2: RUN --mount=type=cache,target=/root/.cache/sccache,id=sccache-amd64-libfoo "
+            "--mount=type=secret,id=kiln-budget make -j8 libfoo\n"
+            "building\n"
+            "COMMIT libfoo\n");
+  auto run = analyze_target((dir.path() / "libfoo.attempt-1.log").string(), "records", Options{});
+  ASSERT_TRUE(run) << run.error();
+  std::string tty = format_tty(*run);
+  EXPECT_NE(tty.find("RUN make -j8 libfoo (2 flags)"), std::string::npos) << tty;
+}
+
 TEST(LogAnalysisRun, APublishTheRecordSaysFailedIsAnErrorOfTheRun) {
   testing::TempDir dir;
   std::string run_folder = "records/runs/20261204-101500-ab12/";
