@@ -95,7 +95,7 @@ void BM_OneSample(benchmark::State& state) {
   TempCsv csv("sample");
   fs::path disk = csv.path().parent_path();
   std::string phase = "build base";
-  kiln::CpuTimes last;
+  kiln::CpuBaseline last;
   for (auto _ : state) {
     kiln::append_resource_row(csv.file(), kiln::sample_once(phase, disk, last));
   }

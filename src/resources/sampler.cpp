@@ -75,14 +75,24 @@ bool parse_double(std::string_view text, double& value) {
 
 } // namespace
 
+double cpu_since(CpuBaseline& baseline, const CpuTimes& now) {
+  if (baseline.last.total != 0 && now.total >= baseline.last.total &&
+      now.total - baseline.last.total < k_min_cpu_ticks) {
+    return cpu_percent(baseline.before, now);
+  }
+  double percent = cpu_percent(baseline.last, now);
+  baseline.before = baseline.last;
+  baseline.last = now;
+  return percent;
+}
+
 ResourceRow sample_once(const std::string& phase, const std::filesystem::path& disk_path,
-                        CpuTimes& last) {
+                        CpuBaseline& cpu) {
   ResourceRow row;
   row.time = utc_iso8601(std::chrono::system_clock::now());
   row.phase = phase;
-  if (auto cpu = read_cpu_times()) {
-    row.cpu_pct = cpu_percent(last, *cpu);
-    last = *cpu;
+  if (auto now = read_cpu_times()) {
+    row.cpu_pct = cpu_since(cpu, *now);
   }
   if (auto mem = read_meminfo()) {
     row.free_ram_gb = static_cast<double>(mem->available_kb) / k_kib_per_gib;
@@ -200,7 +210,7 @@ void ResourceSampler::run() {
 }
 
 void ResourceSampler::write_row_locked() {
-  append_resource_row(m_file, sample_once(m_phase, m_disk_path, m_last_cpu));
+  append_resource_row(m_file, sample_once(m_phase, m_disk_path, m_cpu));
 }
 
 tl::expected<std::vector<ResourceRow>, std::string>

@@ -32,11 +32,25 @@ inline constexpr std::string_view k_resource_csv_header =
 /// The phase rows carry until the first set_phase (set_phase before start() replaces it).
 inline constexpr std::string_view k_initial_phase = "startup";
 
-/// Takes one sample now: CPU use since `last` (then updates `last`), free RAM, committed memory
-/// and free disk on `disk_path`. With `last` zeroed the CPU figure is the average since boot.
-/// A reading that fails (only possible without /proc) leaves its field at 0.
+/// The CPU readings a sampler measures from: the last, and the one before it.
+struct CpuBaseline {
+  CpuTimes last;
+  CpuTimes before;
+};
+
+/// Fewer clock ticks than this (all CPUs together) since the last reading is too short a time to
+/// measure: a tick more or less reads as 0 % or 100 %.
+inline constexpr uint64_t k_min_cpu_ticks = 100;
+
+/// CPU use up to `now`: since the last reading, which `now` then becomes; or, when that was
+/// under k_min_cpu_ticks ago (a row at a stage boundary, moments after the tick's), since the
+/// reading before it, the last one kept. With nothing read yet, the average since boot.
+double cpu_since(CpuBaseline& baseline, const CpuTimes& now);
+
+/// Takes one sample now: CPU use (cpu_since()), free RAM, committed memory and free disk on
+/// `disk_path`. A reading that fails (only possible without /proc) leaves its field at 0.
 ResourceRow sample_once(const std::string& phase, const std::filesystem::path& disk_path,
-                        CpuTimes& last);
+                        CpuBaseline& cpu);
 
 /// Formats `row` as one CSV line (C locale, 1 decimal) and writes it with a single write, so
 /// the line is on disk even if kiln is killed right after.
@@ -77,7 +91,7 @@ private:
   bool m_started = false;
   bool m_running = false;
   bool m_stopping = false;
-  CpuTimes m_last_cpu;
+  CpuBaseline m_cpu;
   AppendFile m_file;
   std::thread m_thread;
 };

@@ -295,14 +295,27 @@ TEST_F(ResourceSamplerTest, QuotesOnlyPhasesThatNeedIt) {
 }
 
 TEST(ResourceSampler, SampleOnceMeasuresTheHost) {
-  CpuTimes last;
-  ResourceRow first = sample_once("p", "/", last);
-  EXPECT_GT(last.total, 0u);
+  CpuBaseline cpu;
+  ResourceRow first = sample_once("p", "/", cpu);
+  EXPECT_GT(cpu.last.total, 0u);
   EXPECT_EQ(first.phase, "p");
   EXPECT_GT(first.free_ram_gb, 0);
   EXPECT_GT(first.committed_gb, 0);
   EXPECT_GT(first.free_disk_gb, 0);
   EXPECT_EQ(first.time.back(), 'Z');
+}
+
+TEST(ResourceSampler, ARowMomentsAfterTheLastMeasuresFromTheReadingBefore) {
+  CpuBaseline cpu;
+  EXPECT_DOUBLE_EQ(cpu_since(cpu, {100, 1000}), 10.0); // since boot
+  EXPECT_DOUBLE_EQ(cpu_since(cpu, {500, 1800}), 50.0); // a tick's row: 400 of 800 ticks
+  // A stage boundary 3 ticks later, all of them busy: 100 % over so short a time is noise. It
+  // reads since the reading before (403 of 803 ticks) and keeps the last one.
+  EXPECT_NEAR(cpu_since(cpu, {503, 1803}), 100.0 * 403 / 803, 1e-9);
+  EXPECT_EQ(cpu.last.total, 1800u);
+  // The next tick measures from the last reading kept.
+  EXPECT_DOUBLE_EQ(cpu_since(cpu, {600, 2000}), 50.0);
+  EXPECT_EQ(cpu.last.total, 2000u);
 }
 
 // --- reading an old CSV ----------------------------------------------------------------------
