@@ -456,25 +456,7 @@ TEST(Publish, AFailedSignatureKeepsTheTagFromMovingAndSaysWhatTheSignerSaid) {
                   std::stod(publishes[0].attribute("data-seconds")),
               manifest["wall_seconds"].get<double>(), 1.5);
   // No label runs into a bar: each is after its bar with room, inside it, or left out.
-  bars.push_back(publishes[0]);
-  for (const auto& label : html_elements(dom, "text", "bar-label")) {
-    if (label.has_class("inside")) {
-      continue;
-    }
-    size_t begin = dom.find('>', label.offset) + 1;
-    std::string text = html_unescape(dom.substr(begin, dom.find("</text>", begin) - begin));
-    double x = std::stod(label.attribute("x"));
-    double y = std::stod(label.attribute("y"));
-    for (const auto& bar : bars) {
-      double top = std::stod(bar.attribute("y"));
-      double left = std::stod(bar.attribute("x"));
-      if (y >= top && y <= top + std::stod(bar.attribute("height"))) {
-        EXPECT_FALSE(x < left + std::stod(bar.attribute("width")) &&
-                     x + 7.0 * static_cast<double>(text.size()) > left)
-            << "label '" << text << "' runs into a bar at x=" << left;
-      }
-    }
-  }
+  EXPECT_EQ(labels_running_into_bars(dom), std::vector<std::string>{});
   // Each lane's rows in the slowest steps name the lane.
   auto slowest = html_elements(dom, "table", "slowest-steps");
   ASSERT_EQ(slowest.size(), 1u);

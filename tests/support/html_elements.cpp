@@ -84,4 +84,31 @@ std::vector<std::pair<double, double>> points_of(const HtmlElement& polyline) {
   return points;
 }
 
+std::vector<std::string> labels_running_into_bars(const std::string& html) {
+  std::vector<HtmlElement> bars = html_elements(html, "rect", "bar");
+  for (auto& publish : html_elements(html, "rect", "publish-bar")) {
+    bars.push_back(std::move(publish));
+  }
+  std::vector<std::string> found;
+  for (const auto& label : html_elements(html, "text", "bar-label")) {
+    if (label.has_class("inside")) {
+      continue;
+    }
+    size_t begin = html.find('>', label.offset) + 1;
+    std::string text = html_unescape(html.substr(begin, html.find("</text>", begin) - begin));
+    double x = std::stod(label.attribute("x"));
+    double right = x + 7.0 * static_cast<double>(text.size());
+    double y = std::stod(label.attribute("y"));
+    for (const auto& bar : bars) {
+      double top = std::stod(bar.attribute("y"));
+      double left = std::stod(bar.attribute("x"));
+      bool same_row = y >= top && y <= top + std::stod(bar.attribute("height"));
+      if (same_row && x < left + std::stod(bar.attribute("width")) && right > left) {
+        found.push_back("'" + text + "' runs into a bar at x=" + std::to_string(left));
+      }
+    }
+  }
+  return found;
+}
+
 } // namespace kiln::testing

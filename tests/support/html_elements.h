@@ -26,6 +26,11 @@ std::vector<HtmlElement> html_elements(const std::string& html, const std::strin
 /// The coordinate pairs of a polyline's `points`.
 std::vector<std::pair<double, double>> points_of(const HtmlElement& polyline);
 
+/// The labels of a report's chart (`text.bar-label` placed after their bar, 7 px a character as
+/// the report reckons) that run into a bar of their row (`rect.bar` or `rect.publish-bar`), each
+/// as "'<label>' runs into a bar at x=<x>". Empty when every label keeps clear.
+std::vector<std::string> labels_running_into_bars(const std::string& html);
+
 /// `&lt;`, `&gt;`, `&amp;`, `&quot;`, `&#39;` and `&nbsp;` back to their characters.
 std::string html_unescape(const std::string& text);
 
