@@ -10,6 +10,7 @@
 
 #include "driver/events.h"
 #include "driver/record_fold.h"
+#include "driver/records.h"
 #include "util/fs.h"
 #include "util/json_field.h"
 #include "util/time.h"
@@ -19,9 +20,6 @@ namespace kiln {
 namespace {
 
 using Json = nlohmann::ordered_json; // keys in the record's order, not sorted
-
-// A manifest is a few hundred KB at most; a larger file there is not one.
-constexpr uint64_t k_manifest_read_limit = uint64_t{64} << 20;
 
 // How many of the newest runs a new run looks at: a run killed further back was marked by the
 // run after it.

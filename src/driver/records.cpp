@@ -17,8 +17,6 @@ namespace kiln {
 namespace {
 
 constexpr size_t k_eta_runs = 20;
-// A manifest is a few hundred KB at most; a larger file there is not one.
-constexpr uint64_t k_manifest_read_limit = uint64_t{64} << 20;
 
 using Json = nlohmann::ordered_json; // keys in the documented order, not sorted
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -17,6 +18,9 @@ namespace kiln {
 
 /// The manifest schema version; bump it on any change a reader could notice (docs/records.md).
 constexpr int k_manifest_schema = 9;
+
+/// A manifest is a few hundred KB at most; a larger file in its place is not one.
+constexpr uint64_t k_manifest_read_limit = uint64_t{64} << 20;
 
 /// What the kiln-cc steps of one attempt reported, summed over the steps that reported.
 struct CompileReport {

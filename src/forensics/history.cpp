@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include "driver/records.h"
 #include "util/fs.h"
 #include "util/json_field.h"
 #include "util/time.h"
@@ -22,7 +23,6 @@ using Json = nlohmann::json;
 // Bumped when a table changes; an older database is dropped and filled again from the run
 // folders, which remain the truth.
 constexpr int k_history_schema = 1;
-constexpr uint64_t k_manifest_limit = uint64_t{64} << 20;
 
 constexpr const char* k_tables = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -255,7 +255,7 @@ tl::expected<History, std::string> History::open(const std::filesystem::path& re
 
 tl::expected<void, std::string> History::index_run(const std::filesystem::path& run_dir,
                                                    const Json* analysis) {
-  auto text = read_file(run_dir / "manifest.json", k_manifest_limit);
+  auto text = read_file(run_dir / "manifest.json", k_manifest_read_limit);
   if (!text) {
     return tl::unexpected(
         fmt::format("{}: {}", (run_dir / "manifest.json").string(), text.error()));
@@ -425,7 +425,7 @@ int History::sync(const std::filesystem::path& records, bool running_is_killed) 
     if (known != indexed.end() && !killed_status(known->second)) {
       continue;
     }
-    auto text = read_file(entry.path() / "manifest.json", k_manifest_limit);
+    auto text = read_file(entry.path() / "manifest.json", k_manifest_read_limit);
     if (!text) {
       continue;
     }

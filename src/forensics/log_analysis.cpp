@@ -20,6 +20,7 @@
 
 #include "compilecache/sccache_stats.h"
 #include "compilecache/stats_line.h"
+#include "driver/records.h"
 #include "engine/buildkit_progress.h"
 #include "forensics/signals.h"
 #include "util/json_field.h"
@@ -1538,8 +1539,7 @@ tl::expected<RunAnalysis, std::string> analyze_target(const std::string& target,
     }
     run.logs.push_back(std::move(*log));
   }
-  // A manifest is a few hundred KB at most.
-  if (auto text = read_small_file(folder / "manifest.json", 64u << 20)) {
+  if (auto text = read_small_file(folder / "manifest.json", k_manifest_read_limit)) {
     using Json = nlohmann::json;
     Json manifest = Json::parse(*text, nullptr, false);
     Json publish = manifest.is_object() ? manifest.value("publish", Json()) : Json();

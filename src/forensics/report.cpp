@@ -14,6 +14,7 @@
 #include "forensics/history.h"
 #include "forensics/log_analysis.h"
 #include "util/fs.h"
+#include "util/strings.h"
 #include "util/time.h"
 
 namespace kiln {
@@ -87,11 +88,7 @@ std::string clipped(std::string_view text, size_t limit = k_max_text) {
   if (text.size() <= limit) {
     return std::string(text);
   }
-  size_t cut = limit;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
-    --cut;
-  }
-  return fmt::format("{}… ({} bytes in all)", text.substr(0, cut), text.size());
+  return fmt::format("{}… ({} bytes in all)", text.substr(0, utf8_cut(text, limit)), text.size());
 }
 
 std::string esc(std::string_view text) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "forensics/log_analysis.h"
+#include "util/strings.h"
 
 namespace kiln::forensics {
 
@@ -40,11 +41,7 @@ std::string step_label(const std::string& name) {
   if (label.size() <= k_columns) {
     return label;
   }
-  size_t cut = k_columns - 3;
-  while (cut > 0 && (static_cast<unsigned char>(label[cut]) & 0xC0) == 0x80) {
-    --cut; // not inside a UTF-8 sequence
-  }
-  return label.substr(0, cut) + "...";
+  return label.substr(0, utf8_cut(label, k_columns - 3)) + "...";
 }
 
 std::string where(const LogResult& log) {

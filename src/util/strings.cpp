@@ -146,6 +146,17 @@ std::string_view line_at(std::string_view text, int number) {
   return text;
 }
 
+size_t utf8_cut(std::string_view text, size_t limit) {
+  if (text.size() <= limit) {
+    return text.size();
+  }
+  size_t cut = limit;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
+    --cut;
+  }
+  return cut;
+}
+
 size_t first_invalid_utf8(std::string_view text) {
   size_t i = 0;
   while (i < text.size()) {

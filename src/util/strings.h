@@ -32,6 +32,10 @@ std::string_view line_at(std::string_view text, int number);
 /// surrogates and code points past U+10FFFF included) or `text` is empty.
 size_t utf8_length(std::string_view text);
 
+/// Where to cut `text` to at most `limit` bytes without splitting a UTF-8 sequence: `limit`, or
+/// less when a continuation byte sits there; text.size() when it fits whole.
+size_t utf8_cut(std::string_view text, size_t limit);
+
 /// Where the first byte that is not valid UTF-8 is in `text`; npos when there is none.
 size_t first_invalid_utf8(std::string_view text);
 
