@@ -92,8 +92,7 @@ void salvage_failed_build(const SalvageContext& context, const Stage& stage,
           fmt::format("stage {}: no salvage of target {}: {}", stage.name, target, log.error()));
       break;
     }
-    AttemptOutcome outcome;
-    context.off_record([&] { outcome = run_attempt(context.engine, redrive, *log, {}, limits); });
+    AttemptOutcome outcome = run_attempt(context.engine, redrive, *log, {}, limits);
     entry.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     entry.verdict = outcome.exit.ok()          ? "ok"
                     : outcome.exit.timed_out   ? "timed-out"

@@ -29,9 +29,6 @@ struct SalvageContext {
   /// The run's: a signal or an internal error stops a re-drive as it stops a build.
   const CancelToken& cancel;
   std::function<void()> save; // rewrite the manifest after each re-drive
-  /// Runs its argument with the run's record free for the other stages: a re-drive may take
-  /// minutes, and the stages building meanwhile must go on recording and ending.
-  std::function<void(const std::function<void()>&)> off_record;
 };
 
 /// After `stage` failed: when it has a local cache tier, re-drive each of its finished named
