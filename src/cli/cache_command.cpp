@@ -1,14 +1,18 @@
 #include "cli/cache_command.h"
 
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "cli/chain_file.h"
 #include "cli/run_command.h"
 #include "driver/console.h"
+#include "driver/records_lock.h"
 #include "driver/run_loop.h"
 #include "driver/snapshot.h"
 #include "engine/engine.h"
 #include "util/cancel.h"
+#include "util/time.h"
 
 namespace kiln {
 
@@ -37,6 +41,13 @@ int snapshot_command(const SnapshotArgs& args) {
     fmt::print(stderr, "kiln: error: {}\n", overrides.error());
     return k_exit_usage;
   }
+  // A snapshot re-drives a build and exports its cache: not beside a run of this checkout.
+  auto lock = RecordsLock::acquire(chain->records);
+  if (!lock) {
+    fmt::print(stderr, "kiln: error: {}\n", lock.error());
+    return k_exit_usage;
+  }
+  lock->describe("kiln cache snapshot", utc_iso8601(std::chrono::system_clock::now()));
   install_interrupt_handlers();
   auto engine = make_engine(*chain);
   Console console(stdout, false);

@@ -202,6 +202,14 @@ int disk_reclaim_command(const DiskArgs& args) {
     }
     return k_exit_ok;
   }
+  // A run of this checkout reclaims by its own plan, knowing what its builds still read: a
+  // reclaim beside it could remove an image a running stage builds on.
+  auto lock = RecordsLock::acquire(chain->records);
+  if (!lock) {
+    fmt::print(stderr, "kiln: error: {}\n", lock.error());
+    return k_exit_usage;
+  }
+  lock->describe("kiln disk reclaim", utc_iso8601(std::chrono::system_clock::now()));
   ReclaimOutcome outcome =
       reclaim(policy, "kiln disk reclaim", target, {}, store.get(), false, true, tags);
   for (const auto& line : outcome.lines) {

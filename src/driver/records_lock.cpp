@@ -54,8 +54,8 @@ tl::expected<RecordsLock, std::string> RecordsLock::acquire(const fs::path& reco
     auto holder = read_file(file, 4096);
     std::string who = holder ? std::string(holder->substr(0, holder->find('\n'))) : "";
     return tl::unexpected(fmt::format(
-        "another kiln run is using the records folder {}{}; wait for it to end, or give this "
-        "chain other records ([chain] records)",
+        "another kiln run or command is using the records folder {}{}; wait for it to end, or "
+        "give this chain other records ([chain] records)",
         records.string(), who.empty() ? "" : " (" + who + ")"));
   }
   RecordsLock lock;
@@ -63,10 +63,11 @@ tl::expected<RecordsLock, std::string> RecordsLock::acquire(const fs::path& reco
   return lock;
 }
 
-void RecordsLock::describe(const std::string& run_id, const std::string& host,
-                           const std::string& started) {
+void RecordsLock::describe(const std::string& holder, const std::string& started) {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
   std::string text =
-      fmt::format("run {}, pid {} on {}, started {}\n", run_id, ::getpid(), host, started);
+      fmt::format("{}, pid {} on {}, started {}\n", holder, ::getpid(), host, started);
   // Best effort: the lock itself is the flock, this only names its holder.
   if (::ftruncate(m_fd, 0) == 0) {
     [[maybe_unused]] ssize_t n = ::pwrite(m_fd, text.data(), text.size(), 0);

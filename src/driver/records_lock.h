@@ -22,8 +22,9 @@ public:
   /// Take the lock, or say which run holds it and what to do.
   static tl::expected<RecordsLock, std::string> acquire(const std::filesystem::path& records);
 
-  /// Say in the lock file who holds it, for the message a second run prints.
-  void describe(const std::string& run_id, const std::string& host, const std::string& started);
+  /// Say in the lock file who holds it (`run 20261202-...`, `kiln disk reclaim`), with this
+  /// process and host, for the message a second run or command prints.
+  void describe(const std::string& holder, const std::string& started);
 
 private:
   int m_fd = -1;

@@ -261,7 +261,7 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     s.command = shown_command(engine.build_argv(requests[i]), requests[i].build_args);
     record.stages.push_back(s);
   }
-  lock->describe(record.run_id, record.host, record.started);
+  lock->describe("run " + record.run_id, record.started);
   // `latest` moves only once the run has a manifest: it never names a run without a record.
   if (auto written = folder->write_manifest(record); !written || !folder->write_errors().empty()) {
     report({error_line(folder->write_errors().front() + "; nothing was built")}, errors);

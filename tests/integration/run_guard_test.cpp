@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "disk/buildah_store.h"
+#include "driver/records_lock.h"
 #include "kiln_harness.h"
 #include "stand_in_buildkitd.h"
 #include "util/strings.h"
@@ -288,9 +289,25 @@ TEST_F(RunDisk, DiskStatusAndReclaimBetweenRuns) {
             std::string::npos)
       << status.output;
 
+  {
+    // While a run holds the records, a reclaim removes nothing and names the run.
+    auto held = RecordsLock::acquire(m_dir.path() / "records");
+    ASSERT_TRUE(held) << held.error();
+    held->describe("run 20261206-020000-abcd", "2026-12-06T02:00:00Z");
+    KilnResult refused =
+        m_dir.kiln({"disk", "reclaim", "chain.toml", "--target-gb", "0.003"}, nullptr, env());
+    EXPECT_EQ(refused.exit_code, 2) << refused.output;
+    EXPECT_NE(refused.output.find("another kiln run or command is using the records folder"),
+              std::string::npos)
+        << refused.output;
+    EXPECT_NE(refused.output.find("run 20261206-020000-abcd"), std::string::npos) << refused.output;
+    EXPECT_TRUE(std::filesystem::exists(m_disk / "cache/s0"));
+  }
+
   KilnResult real =
       m_dir.kiln({"disk", "reclaim", "chain.toml", "--target-gb", "0.003"}, nullptr, env());
   EXPECT_EQ(count(real.output, "[disk-reclaim]"), 1u) << real.output;
+  EXPECT_NE(m_dir.read("records/kiln.lock").find("kiln disk reclaim, pid "), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(m_disk / "cache/s0"));
   EXPECT_FALSE(std::filesystem::exists(m_disk / "cache/s1"));
   EXPECT_TRUE(std::filesystem::exists(m_disk / "cache/s2"));

@@ -234,7 +234,7 @@ TEST(RunRecords, ASecondRunOnTheSameRecordsIsRefusedNamingTheFirst) {
 
   KilnResult second = dir.kiln({"run", "chain.toml"});
   EXPECT_EQ(second.exit_code, 2) << second.output;
-  EXPECT_NE(second.output.find("another kiln run is using the records folder"), std::string::npos)
+  EXPECT_NE(second.output.find("another kiln run or command is using the records folder"), std::string::npos)
       << second.output;
   EXPECT_NE(second.output.find("run " + first_id), std::string::npos) << second.output;
   EXPECT_EQ(dir.latest_manifest()["run_id"], first_id) << "the second run recorded nothing";

@@ -235,9 +235,9 @@ TEST_F(RunLoop, ASecondRunOnLockedRecordsIsRefusedNamingTheFirst) {
   write_chain();
   auto held = RecordsLock::acquire(m_dir.path() / "records");
   ASSERT_TRUE(held);
-  held->describe("20261202-140000-abcd", "builder-7", "2026-12-02T14:00:00Z");
+  held->describe("run 20261202-140000-abcd", "2026-12-02T14:00:00Z");
   EXPECT_EQ(run(), k_exit_usage);
-  EXPECT_NE(m_output.find("another kiln run is using the records folder"), std::string::npos)
+  EXPECT_NE(m_output.find("another kiln run or command is using the records folder"), std::string::npos)
       << m_output;
   EXPECT_NE(m_output.find("run 20261202-140000-abcd"), std::string::npos) << m_output;
   EXPECT_TRUE(m_engine.builds().empty());
