@@ -2,10 +2,15 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <charconv>
+#include <cstdio>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <utility>
+
+#include <fmt/format.h>
 
 namespace kiln {
 namespace {
@@ -264,37 +269,6 @@ NotRun not_run_entry(std::string_view s) {
   return NotRun::none;
 }
 
-// BuildKit's replay of a failed step's last log lines: `------`, ` > <vertex name>:`, the lines
-// with their prefixes, `------`. Returns the index just past it, or `i` when none starts there.
-// buildctl prints the frame itself, so its lines carry no prefix; a replayed output line that
-// reads `------` keeps its prefix and does not end the replay.
-std::size_t skip_buildkit_replay(const std::vector<std::string>& raw, std::size_t i) {
-  auto unterminated = [&](std::size_t k) {
-    std::string_view s = raw[k];
-    while (!s.empty() && s.back() == '\r') {
-      s.remove_suffix(1);
-    }
-    return s;
-  };
-  auto rule = [&](std::size_t k) { return unterminated(k) == "------"; };
-  if (i + 2 >= raw.size() || !rule(i)) {
-    return i;
-  }
-  auto title = unterminated(i + 1);
-  // The replayed lines keep their `#N 0.123 ` prefix: output that merely looks like the frame
-  // is not skipped.
-  if (!title.starts_with(" > ") || !title.ends_with(':') ||
-      (!rule(i + 2) && buildkit_prefix_length(raw[i + 2]) == 0)) {
-    return i;
-  }
-  for (auto k = i + 2; k < raw.size(); ++k) {
-    if (rule(k)) {
-      return k + 1;
-    }
-  }
-  return raw.size();
-}
-
 } // namespace
 
 std::string printed_text(std::string_view line) {
@@ -318,69 +292,198 @@ std::string printed_text(std::string_view line) {
   return out;
 }
 
-SmokeCounts find_test_summaries(const std::vector<std::string>& lines) {
-  SmokeCounts counts;
-  std::size_t i = 0;
-  while (i < lines.size()) {
-    auto after_replay = skip_buildkit_replay(lines, i);
-    if (after_replay != i) {
-      i = after_replay;
-      continue;
-    }
-    auto printed = printed_text(lines[i]);
-    auto text = trim_spaces(printed);
-    std::optional<TestSummary> found;
-    if (text == "No tests were found!!!") {
-      found = summary_of("ctest");
-    } else if (auto totals = parse_ctest_totals(text)) {
-      int listed_skipped = 0;
-      int listed_disabled = 0;
-      // The list follows the summary after a blank line, the total time and another blank.
-      auto k = i + 1;
-      bool total_time_seen = false;
-      while (k < lines.size()) {
-        auto next_printed = printed_text(lines[k]);
-        auto next = trim_spaces(next_printed);
-        if (next.empty() || (!total_time_seen && next.starts_with("Total Test time"))) {
-          total_time_seen = total_time_seen || !next.empty();
-          ++k;
-          continue;
-        }
-        if (next == "The following tests did not run:") {
-          for (++k; k < lines.size(); ++k) {
-            auto entry = not_run_entry(trim_spaces(printed_text(lines[k])));
-            if (entry == NotRun::none) {
-              break;
-            }
-            int& listed = entry == NotRun::skipped ? listed_skipped : listed_disabled;
-            listed = add_counts(listed, 1);
-          }
-        }
-        break;
-      }
-      // More skipped tests than the total leaves room for cannot be this run's list.
-      if (listed_skipped > totals->total - totals->failed) {
-        listed_skipped = 0;
-        listed_disabled = 0;
-      }
-      found = summary_of("ctest", totals->total - totals->failed - listed_skipped, totals->failed,
-                         add_counts(listed_skipped, listed_disabled));
-    } else if (auto pytest = parse_pytest(text)) {
-      found = pytest;
-    } else if (auto plain = parse_plain(text)) {
-      found = plain;
-    }
-    if (found) {
-      found->line = static_cast<int>(i + 1);
-      found->text = std::string(text);
-      counts.passed = add_counts(counts.passed, found->passed);
-      counts.failed = add_counts(counts.failed, found->failed);
-      counts.skipped = add_counts(counts.skipped, found->skipped);
-      counts.summaries.push_back(std::move(*found));
-    }
-    ++i;
+namespace {
+
+std::string_view without_cr(std::string_view s) {
+  while (!s.empty() && s.back() == '\r') {
+    s.remove_suffix(1);
   }
-  return counts;
+  return s;
+}
+
+bool is_rule(std::string_view line) {
+  return without_cr(line) == "------";
+}
+
+} // namespace
+
+void SummaryReader::line(std::string_view text) {
+  m_window.emplace_back(text.substr(0, k_summary_line_limit));
+  while (m_window.size() >= 3) {
+    step();
+  }
+}
+
+SmokeCounts SummaryReader::finish() {
+  while (!m_window.empty()) {
+    step();
+  }
+  end_ctest_list();
+  return std::move(m_counts);
+}
+
+// BuildKit's replay of a failed step's last log lines: `------`, ` > <vertex name>:`, the lines
+// with their prefixes, `------`. buildctl prints the frame itself, so its lines carry no prefix;
+// a replayed output line that reads `------` keeps its prefix and does not end the replay.
+bool SummaryReader::replay_starts() const {
+  if (m_window.size() < 3 || !is_rule(m_window[0])) {
+    return false;
+  }
+  std::string_view title = without_cr(m_window[1]);
+  // The replayed lines keep their `#N 0.123 ` prefix: output that merely looks like the frame
+  // is not skipped.
+  return title.starts_with(" > ") && title.ends_with(':') &&
+         (is_rule(m_window[2]) || buildkit_prefix_length(m_window[2]) != 0);
+}
+
+void SummaryReader::step() {
+  if (!m_in_replay && replay_starts()) {
+    // The rule and the title; then everything up to and with the closing rule.
+    for (int frame = 0; frame < 2; ++frame) {
+      ++m_number;
+      ctest_list_line(m_window.front());
+      m_window.pop_front();
+    }
+    m_in_replay = true;
+    return;
+  }
+  ++m_number;
+  std::string front = std::move(m_window.front());
+  m_window.pop_front();
+  // The list after a ctest summary is read from the lines as printed, replay or not.
+  ctest_list_line(front);
+  if (m_in_replay) {
+    m_in_replay = !is_rule(front);
+    return;
+  }
+  summary_line(front);
+}
+
+void SummaryReader::summary_line(std::string_view raw) {
+  auto printed = printed_text(raw);
+  auto text = trim_spaces(printed);
+  std::optional<TestSummary> found;
+  if (text == "No tests were found!!!") {
+    found = summary_of("ctest");
+  } else if (auto totals = parse_ctest_totals(text)) {
+    // Its counts wait for the list of tests that did not run, in the lines that follow.
+    TestSummary ctest = summary_of("ctest");
+    ctest.line = static_cast<int>(m_number);
+    ctest.text = std::string(text);
+    m_ctest = CtestList{std::move(ctest), totals->failed, totals->total};
+    return;
+  } else if (auto pytest = parse_pytest(text)) {
+    found = pytest;
+  } else if (auto plain = parse_plain(text)) {
+    found = plain;
+  }
+  if (found) {
+    found->line = static_cast<int>(m_number);
+    found->text = std::string(text);
+    add(std::move(*found));
+  }
+}
+
+void SummaryReader::ctest_list_line(std::string_view raw) {
+  if (!m_ctest) {
+    return;
+  }
+  auto printed = printed_text(raw);
+  auto next = trim_spaces(printed);
+  CtestList& list = *m_ctest;
+  if (!list.in_list) {
+    // The list follows the summary after a blank line, the total time and another blank.
+    if (next.empty() || (!list.total_time_seen && next.starts_with("Total Test time"))) {
+      list.total_time_seen = list.total_time_seen || !next.empty();
+      return;
+    }
+    if (next == "The following tests did not run:") {
+      list.in_list = true;
+      return;
+    }
+    end_ctest_list();
+    return;
+  }
+  NotRun entry = not_run_entry(next);
+  if (entry == NotRun::none) {
+    end_ctest_list();
+    return;
+  }
+  int& listed = entry == NotRun::skipped ? list.skipped : list.disabled;
+  listed = add_counts(listed, 1);
+}
+
+void SummaryReader::end_ctest_list() {
+  if (!m_ctest) {
+    return;
+  }
+  CtestList list = std::move(*m_ctest);
+  m_ctest.reset();
+  // More skipped tests than the total leaves room for cannot be this run's list.
+  if (list.skipped > list.total - list.failed) {
+    list.skipped = 0;
+    list.disabled = 0;
+  }
+  list.summary.passed = list.total - list.failed - list.skipped;
+  list.summary.failed = list.failed;
+  list.summary.skipped = add_counts(list.skipped, list.disabled);
+  add(std::move(list.summary));
+}
+
+void SummaryReader::add(TestSummary summary) {
+  m_counts.passed = add_counts(m_counts.passed, summary.passed);
+  m_counts.failed = add_counts(m_counts.failed, summary.failed);
+  m_counts.skipped = add_counts(m_counts.skipped, summary.skipped);
+  m_counts.summaries.push_back(std::move(summary));
+}
+
+SmokeCounts find_test_summaries(const std::vector<std::string>& lines) {
+  SummaryReader reader;
+  for (const std::string& line : lines) {
+    reader.line(line);
+  }
+  return reader.finish();
+}
+
+tl::expected<SmokeCounts, std::string> find_test_summaries_in(const std::filesystem::path& log) {
+  std::FILE* file = std::fopen(log.c_str(), "rb");
+  if (file == nullptr) {
+    return tl::unexpected(fmt::format("cannot read {}: {}", log.string(), std::strerror(errno)));
+  }
+  SummaryReader reader;
+  std::string chunk(1 << 20, '\0');
+  std::string carry; // the line the last chunk ended in, up to the line limit
+  bool carry_cut = false;
+  size_t n = 0;
+  while ((n = std::fread(chunk.data(), 1, chunk.size(), file)) > 0) {
+    std::string_view rest(chunk.data(), n);
+    for (size_t newline; (newline = rest.find('\n')) != std::string_view::npos;) {
+      if (carry.empty() && !carry_cut) {
+        reader.line(rest.substr(0, newline));
+      } else {
+        if (!carry_cut) {
+          carry.append(rest.substr(0, std::min(newline, k_summary_line_limit - carry.size())));
+        }
+        reader.line(carry);
+        carry.clear();
+        carry_cut = false;
+      }
+      rest.remove_prefix(newline + 1);
+    }
+    size_t room = k_summary_line_limit - carry.size();
+    carry.append(rest.substr(0, room));
+    carry_cut = carry_cut || rest.size() > room;
+  }
+  bool failed = std::ferror(file) != 0;
+  int error = errno;
+  std::fclose(file);
+  if (failed) {
+    return tl::unexpected(fmt::format("cannot read {}: {}", log.string(), std::strerror(error)));
+  }
+  if (!carry.empty()) {
+    reader.line(carry);
+  }
+  return reader.finish();
 }
 
 } // namespace kiln

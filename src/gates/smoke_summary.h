@@ -1,8 +1,13 @@
 #pragma once
 
+#include <deque>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <tl/expected.hpp>
 
 namespace kiln {
 
@@ -61,8 +66,48 @@ struct SmokeCounts {
   std::vector<TestSummary> summaries;
 };
 
+/// How much of a line the reader looks at: a summary is one short line, and a 1 GB line of
+/// output must not be held whole to learn it is none.
+constexpr std::size_t k_summary_line_limit = 64 * 1024;
+
+/// The summaries of output given one line at a time, holding three lines at most: what
+/// BuildKit's replay frame and ctest's list of tests that did not run need to be recognised.
+class SummaryReader {
+public:
+  /// The next line, without its newline; only its first k_summary_line_limit bytes are read.
+  void line(std::string_view text);
+  /// Every summary found, in order, and their sum. The reader is spent.
+  SmokeCounts finish();
+
+private:
+  struct CtestList {
+    TestSummary summary; // its line and text; the counts once the list has ended
+    int failed = 0;
+    int total = 0;
+    bool total_time_seen = false;
+    bool in_list = false;
+    int skipped = 0;
+    int disabled = 0;
+  };
+  bool replay_starts() const;
+  void step();
+  void summary_line(std::string_view raw);
+  void ctest_list_line(std::string_view raw);
+  void end_ctest_list();
+  void add(TestSummary summary);
+
+  std::deque<std::string> m_window; // the lines read and not yet looked at
+  std::size_t m_number = 0;         // of the line looked at last, 1-based
+  bool m_in_replay = false;
+  std::optional<CtestList> m_ctest; // a ctest summary waiting for its list
+  SmokeCounts m_counts;
+};
+
 /// Every summary in the lines a build's steps printed (one line per entry), summed.
 SmokeCounts find_test_summaries(const std::vector<std::string>& lines);
+
+/// Every summary in the log at `log`, read in chunks: a log of any size costs a few megabytes.
+tl::expected<SmokeCounts, std::string> find_test_summaries_in(const std::filesystem::path& log);
 
 /// `line` as the program printed it: without a BuildKit plain-progress prefix, colour (SGR)
 /// escapes and trailing `\r`.

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.h"
+
 namespace kiln {
 namespace {
 
@@ -394,6 +396,64 @@ TEST(SmokeSummaryOutput, PrintedTextDropsPrefixColourAndCarriageReturn) {
   EXPECT_EQ(printed_text("\x1b[0;31m1 tests failed\x1b[0m\r\r"), "1 tests failed");
   EXPECT_EQ(printed_text("a\x1b[2Kb"), "a\x1b[2Kb"); // only colour is dropped
   EXPECT_EQ(printed_text("  kept  "), "  kept  ");
+}
+
+TEST(SmokeSummaryLog, AStreamedLogReadsAsItsLinesDoForEveryRecording) {
+  for (const auto& entry : fs::directory_iterator(k_fixtures)) {
+    if (entry.path().extension() != ".combined") {
+      continue;
+    }
+    SCOPED_TRACE(entry.path().filename().string());
+    auto streamed = find_test_summaries_in(entry.path());
+    ASSERT_TRUE(streamed) << streamed.error();
+    SmokeCounts whole = find_test_summaries(recorded_lines(entry.path().filename().string()));
+    EXPECT_EQ(streamed->passed, whole.passed);
+    EXPECT_EQ(streamed->failed, whole.failed);
+    EXPECT_EQ(streamed->skipped, whole.skipped);
+    ASSERT_EQ(streamed->summaries.size(), whole.summaries.size());
+    for (size_t i = 0; i < whole.summaries.size(); ++i) {
+      EXPECT_EQ(streamed->summaries[i].line, whole.summaries[i].line);
+      EXPECT_EQ(streamed->summaries[i].text, whole.summaries[i].text);
+    }
+  }
+}
+
+TEST(SmokeSummaryLog, LinesLongerThanAChunkNeitherHideNorFakeASummary) {
+  testing::TempDir dir;
+  fs::path log = dir.path() / "smoke.log";
+  {
+    std::ofstream out(log, std::ios::binary);
+    // 3 MiB with no newline (across the reader's chunks), ending in what would be a summary:
+    // only its first 64 KiB are looked at, so it is none.
+    out << std::string(3u << 20, 'x') << " 99 passed\n";
+    out << "#7 1.250 4 passed, 0 failed\n";
+    out << std::string(2u << 20, '=') << "\n";
+    out << "1 passed"; // the last line, without a newline
+  }
+  auto counts = find_test_summaries_in(log);
+  ASSERT_TRUE(counts) << counts.error();
+  ASSERT_EQ(counts->summaries.size(), 2u);
+  EXPECT_EQ(counts->summaries[0].line, 2);
+  EXPECT_EQ(counts->summaries[1].line, 4);
+  EXPECT_EQ(counts->passed, 5);
+}
+
+TEST(SmokeSummaryLog, ALogThatCannotBeReadSaysWhy) {
+  auto counts = find_test_summaries_in("/nonexistent/smoke.log");
+  ASSERT_FALSE(counts);
+  EXPECT_NE(counts.error().find("cannot read /nonexistent/smoke.log: No such file"),
+            std::string::npos)
+      << counts.error();
+}
+
+TEST(SmokeSummaryOutput, ACtestListCutByTheEndOfTheOutputStillCounts) {
+  auto counts = find_test_summaries(
+      {"75% tests passed, 1 tests failed out of 4", "", "Total Test time (real) =   0.01 sec", "",
+       "The following tests did not run:", "\t  4 - skipme (Skipped)"});
+  ASSERT_EQ(counts.summaries.size(), 1u);
+  EXPECT_EQ(counts.passed, 2);
+  EXPECT_EQ(counts.failed, 1);
+  EXPECT_EQ(counts.skipped, 1);
 }
 
 } // namespace
