@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -18,9 +19,11 @@
 #include "driver/records_lock.h"
 #include "fake_clock.h"
 #include "fake_engine.h"
+#include "fake_store.h"
 #include "layer_tarball.h"
 #include "temp_dir.h"
 #include "util/cancel.h"
+#include "util/fs.h"
 
 namespace kiln {
 namespace {
@@ -237,7 +240,8 @@ TEST_F(RunLoop, ASecondRunOnLockedRecordsIsRefusedNamingTheFirst) {
   ASSERT_TRUE(held);
   held->describe("run 20261202-140000-abcd", "2026-12-02T14:00:00Z");
   EXPECT_EQ(run(), k_exit_usage);
-  EXPECT_NE(m_output.find("another kiln run or command is using the records folder"), std::string::npos)
+  EXPECT_NE(m_output.find("another kiln run or command is using the records folder"),
+            std::string::npos)
       << m_output;
   EXPECT_NE(m_output.find("run 20261202-140000-abcd"), std::string::npos) << m_output;
   EXPECT_TRUE(m_engine.builds().empty());
@@ -478,6 +482,55 @@ TEST_F(RunLoop, AnExceptionInOneStageLeavesNoStageOfTheRecordPendingOrRunning) {
   }
   EXPECT_EQ(outcomes()["a"], "crashed");
   EXPECT_EQ(outcomes()["a2"], "skipped:a");
+}
+
+/// A store whose prune lasts until stage `b` of the run is recorded as ended ok, or 30 s.
+class StoreThatWaitsForB : public testing::FakeStore {
+public:
+  explicit StoreThatWaitsForB(std::filesystem::path manifest) : m_manifest(std::move(manifest)) {}
+
+  LayerPrune prune_layers(double keep_gb) const override {
+    for (int tenth = 0; tenth < 300 && !m_saw_b_end; ++tenth) {
+      auto doc = json::parse(read_file(m_manifest).value_or(""), nullptr, false);
+      if (doc.is_object() && doc.contains("stages")) {
+        for (const auto& stage : doc["stages"]) {
+          m_saw_b_end = m_saw_b_end || (stage["name"] == "b" && stage["status"] == "ok");
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return FakeStore::prune_layers(keep_gb);
+  }
+
+  std::filesystem::path m_manifest;
+  mutable std::atomic<bool> m_saw_b_end{false};
+};
+
+TEST_F(RunLoop, AStageWhoseDiskFloorReclaimsKeepsNoOtherStageFromEndingAndBeingRecorded) {
+  // a's floor can never be met, so it reclaims (the store prune waits for b) and refuses a;
+  // b builds and ends meanwhile. A floor that held the run's record while it reclaimed kept b
+  // from being recorded until the prune gave up.
+  m_dir.write("stage.Dockerfile", "FROM scratch\nRUN step\n");
+  m_dir.write("chain.toml", "[chain]\nname = \"t\"\n\n[defaults]\nattempts = 1\n\n"
+                            "[disk]\npath = \"" +
+                                m_dir.path().string() +
+                                "\"\nneed_gb = 0\nfloor_gb = 0\nguard_gb = 0\n\n"
+                                "[resources]\nsample_interval_s = 0\n\n"
+                                "[[stage]]\nname = \"a\"\ndockerfile = \"stage.Dockerfile\"\n"
+                                "disk_floor_gb = 100000\n\n"
+                                "[[stage]]\nname = \"b\"\ndockerfile = \"stage.Dockerfile\"\n");
+  auto chain = load_chain(m_dir.path() / "chain.toml");
+  ASSERT_TRUE(chain) << chain.error()[0].message;
+  StoreThatWaitsForB store(m_dir.path() / "records/latest/manifest.json");
+  store.m_location = m_dir.path();
+  m_options.parallel = 2;
+  Console console(stdout, false);
+  int code = run_chain(*chain, m_engine, m_options, console, stderr, {&store, &m_clock});
+  EXPECT_EQ(code, k_exit_failed);
+  EXPECT_GE(store.m_prunes.load(), 1);
+  EXPECT_TRUE(store.m_saw_b_end) << "b was not recorded while a's floor reclaimed";
+  EXPECT_EQ(outcomes()["b"], "built");
+  EXPECT_EQ(outcomes()["a"], "failed");
 }
 
 } // namespace
