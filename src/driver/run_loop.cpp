@@ -159,6 +159,19 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     if (!report(problems, errors)) {
       return k_exit_usage;
     }
+    // Each need as the run would hand it over: one this run builds by the image it builds,
+    // known only then (not the one an earlier run left); one it does not build by the image
+    // its last build left, looked up as the run looks it up.
+    for (size_t i = 0; i < stages.size(); ++i) {
+      for (size_t n = 0; n < requests[i].contexts.size() && n < stages[i]->needs.size(); ++n) {
+        const std::string& need = stages[i]->needs[n];
+        bool built_here = std::any_of(stages.begin(), stages.end(),
+                                      [&](const Stage* s) { return s->name == need; });
+        requests[i].contexts[n].identity =
+            built_here ? fmt::format("<{} as built in this run>", need)
+                       : engine.stage_image_identity(stage_context(chain, *chain.find_stage(need)));
+      }
+    }
     for (size_t i = 0; i < stages.size(); ++i) {
       fmt::print("# [{}/{}] {}\n{}\n", i + 1, stages.size(), stages[i]->name,
                  shown_command(engine.build_argv(requests[i]), requests[i].build_args));

@@ -375,7 +375,8 @@ std::vector<std::string> BuildkitEngine::build_argv(const BuildRequest& request)
     std::string digest =
         context.identity.empty() ? metadata_digest(context.metadata) : context.identity;
     if (digest.empty()) {
-      digest = fmt::format("<digest of {}>", context.name); // only a dry run gets here
+      // Only a dry run gets here: a run refuses a need with no build on record.
+      digest = fmt::format("<digest of {}: no build on record>", context.name);
     }
     if (!context.pushed.empty()) {
       add({"--opt",

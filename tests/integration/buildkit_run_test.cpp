@@ -139,6 +139,22 @@ TEST(BuildkitRun, DemoChainHandsEachStageOverByOciLayoutDigest) {
   EXPECT_EQ(only.exit_code, 0) << only.output;
   EXPECT_TRUE(
       has_word(fake.builds().back(), "context:final=oci-layout://final@" + digest["final"]));
+
+  // A dry run hands over a need this run builds as what it builds, not as what an earlier run
+  // left; and one it does not build as the digest on record.
+  KilnResult dry =
+      dir.kiln({"run", "--engine", "buildkit", "--dry-run", "--only", "libs,final", "chain.toml"},
+               nullptr, fake.env());
+  ASSERT_EQ(dry.exit_code, 0) << dry.output;
+  EXPECT_NE(dry.output.find("context:toolchain=oci-layout://toolchain@" + digest["toolchain"]),
+            std::string::npos)
+      << dry.output;
+  EXPECT_NE(dry.output.find("context:base=oci-layout://base@" + digest["base"]), std::string::npos)
+      << dry.output;
+  EXPECT_NE(dry.output.find("context:libs=oci-layout://libs@<libs as built in this run>"),
+            std::string::npos)
+      << dry.output;
+  EXPECT_EQ(dry.output.find(digest["libs"]), std::string::npos) << dry.output;
 }
 
 /// Every stage handed over through the registry goes by digest, no tag moving; the final stage

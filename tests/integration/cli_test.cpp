@@ -100,27 +100,26 @@ TEST(Cli, DryRunPrintsTheExactEngineCommandsWithOnlyDeclaredPins) {
                 labels("base", "BASE_RELEASE=2026.12") + "-- " + d + "\n# [2/5] toolchain\n" +
                 common + "toolchain.Dockerfile --tag localhost/hello-toolchain" + k +
                 " --build-context "
-                "base=container-image://localhost/hello-base" +
-                k + " " + tools + "--build-arg TOOLCHAIN_VERSION=1.4.0 " +
+                "'base=container-image://<base as built in this run>'" +
+                " " + tools + "--build-arg TOOLCHAIN_VERSION=1.4.0 " +
                 labels("toolchain", "TOOLCHAIN_VERSION=1.4.0") + "-- " + d + "\n# [3/5] libs\n" +
                 common + "libs.Dockerfile --tag localhost/hello-libs" + k +
                 " --build-context "
-                "toolchain=container-image://localhost/hello-toolchain" +
-                k + " " + tools + "--build-arg LIBGREET_VERSION=2.1.3 --build-arg LIB_FLAGS=-O2 " +
+                "'toolchain=container-image://<toolchain as built in this run>'" +
+                " " + tools + "--build-arg LIBGREET_VERSION=2.1.3 --build-arg LIB_FLAGS=-O2 " +
                 labels("libs", "LIBGREET_VERSION=2.1.3") + "--secret id=kiln-budget,src=" + d +
                 "/records/budget/libs.env " + "-- " + d + "\n# [4/5] final\n" + common +
                 "final.Dockerfile --tag localhost/hello-final" + k +
                 " --build-context "
-                "base=container-image://localhost/hello-base" +
-                k +
+                "'base=container-image://<base as built in this run>'" +
                 " --build-context "
-                "libs=container-image://localhost/hello-libs" +
-                k + " " + tools + labels("final") + "-- " + d + "\n# [5/5] smoke\n" + common +
+                "'libs=container-image://<libs as built in this run>'" +
+                " " + tools + labels("final") + "-- " + d + "\n# [5/5] smoke\n" + common +
                 // A smoke stage always runs its tests: never from the layer cache.
                 "smoke.Dockerfile --tag localhost/hello-smoke" + k +
                 " --no-cache --build-context "
-                "final=container-image://localhost/hello-final" +
-                k + " " + tools + labels("smoke") + "-- " + d + "\n");
+                "'final=container-image://<final as built in this run>'" +
+                " " + tools + labels("smoke") + "-- " + d + "\n");
   EXPECT_EQ(result.output.find("DOCS_THEME"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "records")) << "a dry run records nothing";
 }
