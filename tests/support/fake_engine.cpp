@@ -1,5 +1,7 @@
 #include "fake_engine.h"
 
+#include <thread>
+
 #include <algorithm>
 
 #include "engine/buildah_engine.h"
@@ -176,7 +178,17 @@ ProcessExit FakeEngine::build(const BuildRequest& request, const OutputSink& sin
   if (build.during) {
     build.during();
   }
-  if (build.holds.count() > 0 && !cancel.sleep_for(build.holds)) {
+  if (build.stubborn) {
+    auto until = std::chrono::steady_clock::now() + build.holds;
+    while (cancel.level() != CancelLevel::kill && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (cancel.level() == CancelLevel::kill) {
+      exit.interrupted = true;
+      exit.term_signal = 9;
+      return exit;
+    }
+  } else if (build.holds.count() > 0 && !cancel.sleep_for(build.holds)) {
     exit.interrupted = true;
     exit.term_signal = 2;
     return exit;

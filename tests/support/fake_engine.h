@@ -25,6 +25,8 @@ struct FakeBuild {
   std::function<void()> during;
   /// Real time the build takes, ended early by its cancel token: lets builds overlap.
   std::chrono::milliseconds holds{0};
+  /// Held like a builder slow to clean up: the first cancel does not end it, a second does.
+  bool stubborn = false;
 
   /// A build of `steps` steps (`RUN step k`), each served from the cache or not, that ends
   /// with the image id line of a successful build.

@@ -2,6 +2,7 @@
 #include "driver/run_loop.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <map>
 #include <new>
@@ -531,6 +532,39 @@ TEST_F(RunLoop, AStageWhoseDiskFloorReclaimsKeepsNoOtherStageFromEndingAndBeingR
   EXPECT_TRUE(store.m_saw_b_end) << "b was not recorded while a's floor reclaimed";
   EXPECT_EQ(outcomes()["b"], "built");
   EXPECT_EQ(outcomes()["a"], "failed");
+}
+
+TEST_F(RunLoop, ASecondCtrlCKillsABuildTheFirstDidNotStopAndDriverLogSaysSo) {
+  // In a child: the interrupt handlers and the token they cancel are the process's own.
+  EXPECT_EXIT(
+      {
+        install_interrupt_handlers();
+        write_chain();
+        FakeBuild stubborn = FakeBuild::ok();
+        stubborn.holds = std::chrono::seconds(60);
+        stubborn.stubborn = true;
+        m_engine.script("base", {stubborn});
+        std::thread user([&] {
+          while (m_engine.builds().empty()) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+          ::kill(::getpid(), SIGINT);
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          ::kill(::getpid(), SIGINT);
+        });
+        int code = run();
+        user.join();
+        std::string driver = m_dir.read("records/latest/driver.log");
+        bool ok = code == k_exit_interrupted && manifest()["status"] == "interrupted" &&
+                  manifest()["status_reason"] == "interrupted by SIGINT" &&
+                  driver.find("a second SIGINT: every build's process group is killed now") !=
+                      std::string::npos;
+        if (!ok) {
+          std::fprintf(stderr, "exit %d\n%s\n%s", code, m_output.c_str(), driver.c_str());
+        }
+        std::_Exit(ok ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 } // namespace
