@@ -1,6 +1,7 @@
 #include "cli/disk_command.h"
 
 #include <chrono>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -79,7 +80,8 @@ void print_leftovers(const Chain& chain) {
     fmt::print("leftovers of earlier runs: none\n");
   } else {
     fmt::print("leftovers of earlier runs: {} ({}):\n", lines.size(),
-               idle ? "the next kiln run removes them"
+               idle ? "kiln disk reclaim removes them, and so does the next run after one "
+                      "that was killed or crashed"
                     : "a run of this checkout is in progress, so some may be its own");
     for (const auto& line : lines) {
       fmt::print("  {}\n", line);
@@ -157,6 +159,23 @@ int disk_reclaim_command(const DiskArgs& args) {
   auto target = static_cast<uint64_t>(args.target_gb * static_cast<double>(k_gib));
   auto store = make_store_levers(*chain);
   std::vector<std::string> tags = intermediate_tags(*chain);
+  std::optional<RecordsLock> lock;
+  if (!args.dry_run) {
+    // A run of this checkout reclaims by its own plan, knowing what its builds still read: a
+    // reclaim beside it could remove an image a running stage builds on.
+    auto held = RecordsLock::acquire(chain->records);
+    if (!held) {
+      fmt::print(stderr, "kiln: error: {}\n", held.error());
+      return k_exit_usage;
+    }
+    lock = std::move(*held);
+    lock->describe("kiln disk reclaim", utc_iso8601(std::chrono::system_clock::now()));
+    // What runs that could not clean up left first: a working container's mount keeps its
+    // image from every removal below.
+    for (const auto& line : remove_leftovers(find_leftovers(*chain, chain->engine))) {
+      fmt::print("{}\n", line);
+    }
+  }
   if (*free >= target) {
     fmt::print("{}G free on {}: already at the {}G target; nothing to do\n", gib_text(*free),
                policy.path.string(), gib_text(args.target_gb));
@@ -202,14 +221,6 @@ int disk_reclaim_command(const DiskArgs& args) {
     }
     return k_exit_ok;
   }
-  // A run of this checkout reclaims by its own plan, knowing what its builds still read: a
-  // reclaim beside it could remove an image a running stage builds on.
-  auto lock = RecordsLock::acquire(chain->records);
-  if (!lock) {
-    fmt::print(stderr, "kiln: error: {}\n", lock.error());
-    return k_exit_usage;
-  }
-  lock->describe("kiln disk reclaim", utc_iso8601(std::chrono::system_clock::now()));
   ReclaimOutcome outcome =
       reclaim(policy, "kiln disk reclaim", target, {}, store.get(), false, true, tags);
   for (const auto& line : outcome.lines) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "driver/build_request.h"
+#include "driver/records.h"
 #include "util/process.h"
 
 namespace kiln {
@@ -65,6 +66,15 @@ Leftovers find_leftovers(const Chain& chain, std::string_view engine,
     }
   }
   return found;
+}
+
+bool latest_run_crashed(const std::filesystem::path& records) {
+  auto text = read_file(records / "latest" / "manifest.json", k_manifest_read_limit);
+  if (!text) {
+    return false;
+  }
+  auto manifest = nlohmann::json::parse(*text, nullptr, false);
+  return manifest.is_object() && manifest.value("status", "") == "crashed";
 }
 
 std::vector<std::string> describe_leftovers(const Leftovers& leftovers) {

@@ -30,11 +30,16 @@ struct Leftovers {
 };
 
 /// This checkout's leftovers, but the temporary folder of run `except_run` (the one running);
-/// buildah's containers only when `engine` is buildah. Only builder containers made from this
-/// checkout's work names count: another checkout's, or a container someone made by hand, is
-/// never touched.
+/// buildah's containers only when `engine` is buildah (empty: the folders alone). Only builder
+/// containers made from this checkout's work names count: another checkout's, or a container
+/// someone made by hand, is never touched.
 Leftovers find_leftovers(const Chain& chain, std::string_view engine,
                          const std::string& except_run = "");
+
+/// Whether the run that ended in `records/latest` may have left engine leftovers the next run
+/// must look for: it says `crashed` (a run that reaches its end looks for its own). A run that
+/// was killed is found by mark_abandoned_runs instead.
+bool latest_run_crashed(const std::filesystem::path& records);
 
 /// One line per leftover, for `kiln disk status`.
 std::vector<std::string> describe_leftovers(const Leftovers& leftovers);

@@ -1,5 +1,6 @@
 #include "driver/run.h"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <deque>
@@ -461,9 +462,17 @@ int Run::execute(const std::vector<const Stage*>& stages,
     exit_code = report_crash("an exception of unknown type");
   }
   set_crash_recorder(nullptr);
-  // However it ended: its temporary folder, and what a build stopped hard (a second Ctrl-C)
-  // left in the engine's store.
-  for (const auto& line : remove_leftovers(find_leftovers(m_chain, m_engine.name()))) {
+  // However it ended: its temporary folder. And what a build kiln stopped (Ctrl-C, a stall or
+  // time limit, a crash) may have left in the engine's store: a build that ended by itself
+  // removed its own (buildah's --force-rm), and listing the store costs a third of a second.
+  bool stopped_a_build =
+      m_cancel.cancelled() || interrupt_signal() != 0 || exit_code == k_exit_crash ||
+      std::any_of(m_record.stages.begin(), m_record.stages.end(), [](const StageRecord& stage) {
+        return std::any_of(stage.attempts.begin(), stage.attempts.end(),
+                           [](const AttemptRecord& a) { return !a.stopped_by.empty(); });
+      });
+  std::string engine_store = stopped_a_build ? m_engine.name() : std::string();
+  for (const auto& line : remove_leftovers(find_leftovers(m_chain, engine_store))) {
     m_folder.log(line);
   }
   return exit_code;

@@ -101,7 +101,11 @@ TEST(RunSignals, WhatASigkilledRunLeftIsListedAndTheNextRunRemovesIt) {
   ASSERT_EQ(status.exit_code, 0) << status.output;
   auto listed = status.output.find("leftovers of earlier runs: ");
   ASSERT_NE(listed, std::string::npos) << status.output;
-  EXPECT_NE(status.output.find("the next kiln run removes them", listed), std::string::npos)
+  EXPECT_NE(status.output.find(
+                "kiln disk reclaim removes them, and so does the next run after one that was "
+                "killed or crashed",
+                listed),
+            std::string::npos)
       << status.output;
   EXPECT_NE(status.output.find("  buildah working container ", listed), std::string::npos)
       << status.output;
