@@ -17,6 +17,12 @@ namespace kiln {
 /// How many lines of a failed attempt the console shows; the log keeps all of them.
 constexpr size_t k_console_tail_lines = 20;
 
+/// How much of an engine's output may wait for its log and readers, and how long the read loop
+/// waits for room before it drops what it read (the log says where and how much): a reader
+/// that keeps up slows the engine as a pipe would, a stuck one never holds the loop's clock.
+constexpr size_t k_output_queue_bytes = 4u << 20;
+constexpr std::chrono::milliseconds k_output_queue_wait{250};
+
 /// What one engine invocation left behind, read from its output.
 struct AttemptOutcome {
   ProcessExit exit;
@@ -30,6 +36,7 @@ struct AttemptOutcome {
   std::vector<std::string> finished_build_stages;
   std::vector<StepSeen> steps;         // the layer-producing steps it reported, cached or run
   std::unique_ptr<BuildOutput> output; // the reader, for what only one engine reports
+  uint64_t dropped_bytes = 0;          // of output the log and readers fell too far behind for
 };
 
 /// Told about every change of a build's progress.
@@ -39,8 +46,10 @@ using ProgressListener = std::function<void(const BuildProgress&)>;
 using OutputListener = std::function<void()>;
 
 /// One engine invocation: the whole output, byte for byte, to `log` (unless the record ran out
-/// of room: then the log says where it was cut); progress to `on_progress` when given; stopped
-/// by its cancel token or its limits.
+/// of room: then the log says where it was cut; or the log and readers fell
+/// k_output_queue_bytes behind: then it says how much was dropped where); progress to
+/// `on_progress` when given, from a thread of its own; stopped by its cancel token or its
+/// limits.
 AttemptOutcome run_attempt(const Engine& engine, const BuildRequest& request, RecordLog& log,
                            const ProgressListener& on_progress, const BuildLimits& limits = {},
                            const OutputListener& on_output = {});

@@ -407,6 +407,14 @@ AttemptOutcome StageJob::run_logged(AttemptRecord& a, const ProgressListener& on
     m_context.folder.log(line);
     m_context.console.note(line);
   }
+  if (outcome.dropped_bytes > 0) {
+    std::string line = fmt::format("warning: stage {}: {} byte(s) of the engine's output were "
+                                   "dropped: its log could not be written as fast as it came "
+                                   "(a slow or stuck disk); {} says where",
+                                   m_stage.name, outcome.dropped_bytes, a.log);
+    m_context.folder.log(line);
+    m_context.console.note(line);
+  }
   if (outcome.exit.stalled || outcome.exit.timed_out) {
     a.stopped_by = outcome.exit.stalled ? "stall" : "timeout";
     a.last_line = printable(outcome.last_line_at_stop.substr(0, 500));

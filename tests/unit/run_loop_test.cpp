@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <new>
 
@@ -485,50 +486,78 @@ TEST_F(RunLoop, AnExceptionInOneStageLeavesNoStageOfTheRecordPendingOrRunning) {
   EXPECT_EQ(outcomes()["a2"], "skipped:a");
 }
 
+/// Whether `found` turns true within 30 s, polled.
+bool within_30s(const std::function<bool()>& found) {
+  for (int tenth = 0; tenth < 300; ++tenth) {
+    if (found()) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
 /// A store whose prune lasts until stage `b` of the run is recorded as ended ok, or 30 s.
 class StoreThatWaitsForB : public testing::FakeStore {
 public:
   explicit StoreThatWaitsForB(std::filesystem::path manifest) : m_manifest(std::move(manifest)) {}
 
   LayerPrune prune_layers(double keep_gb) const override {
-    for (int tenth = 0; tenth < 300 && !m_saw_b_end; ++tenth) {
+    m_pruning = true;
+    m_saw_b_end = within_30s([&] {
       auto doc = json::parse(read_file(m_manifest).value_or(""), nullptr, false);
       if (doc.is_object() && doc.contains("stages")) {
         for (const auto& stage : doc["stages"]) {
-          m_saw_b_end = m_saw_b_end || (stage["name"] == "b" && stage["status"] == "ok");
+          if (stage["name"] == "b" && stage["status"] == "ok") {
+            return true;
+          }
         }
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+      return false;
+    });
     return FakeStore::prune_layers(keep_gb);
   }
 
   std::filesystem::path m_manifest;
+  mutable std::atomic<bool> m_pruning{false};
   mutable std::atomic<bool> m_saw_b_end{false};
 };
 
 TEST_F(RunLoop, AStageWhoseDiskFloorReclaimsKeepsNoOtherStageFromEndingAndBeingRecorded) {
-  // a's floor can never be met, so it reclaims (the store prune waits for b) and refuses a;
-  // b builds and ends meanwhile. A floor that held the run's record while it reclaimed kept b
-  // from being recorded until the prune gave up.
+  // b builds until a's floor reclaims; a (after x, which ends once b builds) has a floor that
+  // can never be met, so it reclaims, and its store prune lasts until b's end is recorded. A
+  // floor that held the run's record while it reclaimed kept b from being recorded until the
+  // prune gave up.
   m_dir.write("stage.Dockerfile", "FROM scratch\nRUN step\n");
   m_dir.write("chain.toml", "[chain]\nname = \"t\"\n\n[defaults]\nattempts = 1\n\n"
                             "[disk]\npath = \"" +
                                 m_dir.path().string() +
                                 "\"\nneed_gb = 0\nfloor_gb = 0\nguard_gb = 0\n\n"
                                 "[resources]\nsample_interval_s = 0\n\n"
+                                "[[stage]]\nname = \"b\"\ndockerfile = \"stage.Dockerfile\"\n\n"
+                                "[[stage]]\nname = \"x\"\ndockerfile = \"stage.Dockerfile\"\n\n"
                                 "[[stage]]\nname = \"a\"\ndockerfile = \"stage.Dockerfile\"\n"
-                                "disk_floor_gb = 100000\n\n"
-                                "[[stage]]\nname = \"b\"\ndockerfile = \"stage.Dockerfile\"\n");
+                                "needs = [\"x\"]\ndisk_floor_gb = 100000\n");
   auto chain = load_chain(m_dir.path() / "chain.toml");
   ASSERT_TRUE(chain) << chain.error()[0].message;
   StoreThatWaitsForB store(m_dir.path() / "records/latest/manifest.json");
   store.m_location = m_dir.path();
+  FakeBuild b = FakeBuild::ok();
+  b.during = [&] { within_30s([&] { return store.m_pruning.load(); }); };
+  FakeBuild x = FakeBuild::ok();
+  x.during = [&] {
+    within_30s([&] {
+      auto builds = m_engine.builds();
+      return std::find(builds.begin(), builds.end(), "b") != builds.end();
+    });
+  };
+  m_engine.script("b", {b});
+  m_engine.script("x", {x});
   m_options.parallel = 2;
   Console console(stdout, false);
   int code = run_chain(*chain, m_engine, m_options, console, stderr, {&store, &m_clock});
   EXPECT_EQ(code, k_exit_failed);
-  EXPECT_GE(store.m_prunes.load(), 1);
+  EXPECT_TRUE(store.m_pruning);
   EXPECT_TRUE(store.m_saw_b_end) << "b was not recorded while a's floor reclaimed";
   EXPECT_EQ(outcomes()["b"], "built");
   EXPECT_EQ(outcomes()["a"], "failed");
