@@ -44,11 +44,16 @@ if [[ $engine == buildkit ]]; then
   sed -i -e '/^kind = "smoke"$/d' -e '/^artifacts = /d' -e '/^max_layers = /d' chain.toml
 fi
 
-# Warm the layer cache, then take the exact commands kiln would run.
+# Warm the layer cache, then take the exact commands kiln would run: one stage at a time, so
+# each need is named by the image the warm-up built (a dry run of the whole chain names a need
+# it builds as `<need as built in this run>`, known only once built).
 "$kiln" run --engine "$engine" chain.toml > /dev/null
 {
   echo "set -e"
-  "$kiln" run --engine "$engine" chain.toml --dry-run | grep -v '^#' | sed 's/$/ > \/dev\/null 2>\&1/'
+  for stage in $("$kiln" run --engine "$engine" chain.toml --dry-run | sed -n 's/^# \[[0-9]*\/[0-9]*\] //p'); do
+    "$kiln" run --engine "$engine" chain.toml --dry-run --only "$stage" | grep -v '^#' |
+      sed 's/$/ > \/dev\/null 2>\&1/'
+  done
 } > direct.sh
 
 now() { date +%s.%N; }
