@@ -37,9 +37,9 @@ std::string last_complete_line(std::string_view bytes) {
   if (end == std::string_view::npos) {
     return {};
   }
-  size_t start = bytes.rfind('\n', end == 0 ? 0 : end - 1);
-  start = start == std::string_view::npos || end == 0 ? 0 : start + 1;
-  std::string_view line = bytes.substr(start, end - start);
+  std::string_view before = bytes.substr(0, end);
+  size_t start = before.rfind('\n');
+  std::string_view line = before.substr(start == std::string_view::npos ? 0 : start + 1);
   if (!line.empty() && line.back() == '\r') {
     line.remove_suffix(1);
   }

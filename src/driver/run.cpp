@@ -466,11 +466,12 @@ int Run::execute(const std::vector<const Stage*>& stages,
   // time limit, a crash) may have left in the engine's store: a build that ended by itself
   // removed its own (buildah's --force-rm), and listing the store costs a third of a second.
   bool stopped_a_build =
-      m_cancel.cancelled() || interrupt_signal() != 0 || exit_code == k_exit_crash ||
-      std::any_of(m_record.stages.begin(), m_record.stages.end(), [](const StageRecord& stage) {
-        return std::any_of(stage.attempts.begin(), stage.attempts.end(),
-                           [](const AttemptRecord& a) { return !a.stopped_by.empty(); });
-      });
+      m_cancel.cancelled() || interrupt_signal() != 0 || exit_code == k_exit_crash;
+  for (const StageRecord& stage : m_record.stages) {
+    for (const AttemptRecord& attempt : stage.attempts) {
+      stopped_a_build = stopped_a_build || !attempt.stopped_by.empty(); // a stall or time limit
+    }
+  }
   std::string engine_store = stopped_a_build ? m_engine.name() : std::string();
   for (const auto& line : remove_leftovers(find_leftovers(m_chain, engine_store))) {
     m_folder.log(line);

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "util/process.h"
+
 namespace kiln {
 namespace {
 
@@ -451,28 +453,10 @@ tl::expected<SmokeCounts, std::string> find_test_summaries_in(const std::filesys
     return tl::unexpected(fmt::format("cannot read {}: {}", log.string(), std::strerror(errno)));
   }
   SummaryReader reader;
+  LineSplitter lines([&](std::string_view line) { reader.line(line); }, k_summary_line_limit);
   std::string chunk(1 << 20, '\0');
-  std::string carry; // the line the last chunk ended in, up to the line limit
-  bool carry_cut = false;
-  size_t n = 0;
-  while ((n = std::fread(chunk.data(), 1, chunk.size(), file)) > 0) {
-    std::string_view rest(chunk.data(), n);
-    for (size_t newline; (newline = rest.find('\n')) != std::string_view::npos;) {
-      if (carry.empty() && !carry_cut) {
-        reader.line(rest.substr(0, newline));
-      } else {
-        if (!carry_cut) {
-          carry.append(rest.substr(0, std::min(newline, k_summary_line_limit - carry.size())));
-        }
-        reader.line(carry);
-        carry.clear();
-        carry_cut = false;
-      }
-      rest.remove_prefix(newline + 1);
-    }
-    size_t room = k_summary_line_limit - carry.size();
-    carry.append(rest.substr(0, room));
-    carry_cut = carry_cut || rest.size() > room;
+  for (size_t n; (n = std::fread(chunk.data(), 1, chunk.size(), file)) > 0;) {
+    lines.feed(std::string_view(chunk.data(), n));
   }
   bool failed = std::ferror(file) != 0;
   int error = errno;
@@ -480,9 +464,7 @@ tl::expected<SmokeCounts, std::string> find_test_summaries_in(const std::filesys
   if (failed) {
     return tl::unexpected(fmt::format("cannot read {}: {}", log.string(), std::strerror(error)));
   }
-  if (!carry.empty()) {
-    reader.line(carry);
-  }
+  lines.finish();
   return reader.finish();
 }
 
