@@ -165,7 +165,6 @@ std::optional<Budget> Run::run_budget() {
 }
 
 void Run::save() {
-  std::lock_guard lock(m_save_mutex);
   m_record.record_errors = m_folder.write_errors();
   // The record reaches manifest.json only as events: each part that changed since the last
   // save, then the writer folds them. Waited for, so a kill after this leaves it on disk.

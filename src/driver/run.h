@@ -62,7 +62,7 @@ private:
   /// End the run `crashed` after `reason` escaped the run loop or one of its threads.
   int crashed(const std::string& reason);
   /// Send the parts of the record that changed as events and wait for the writer to fold them
-  /// into manifest.json. m_mutex held.
+  /// into manifest.json. m_mutex held (the crash path's too), or the stages' threads ended.
   void save();
   /// How a stage ended, as its stage.ended event: built, failed or skipped (`failure` says why).
   void stage_ended_event(const StageRecord& record, const std::string& failure);
@@ -130,7 +130,6 @@ private:
   mutable OwnedMutex m_mutex;
   std::condition_variable_any m_stage_ended;
   RunRecord m_record;
-  std::mutex m_save_mutex; // the crash path may save from another thread
   bool m_record_error_shown = false;
   // What the last save() sent of each part of the record, as JSON text: only a change is sent.
   std::string m_saved_run;
