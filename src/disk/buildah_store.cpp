@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
@@ -30,6 +32,10 @@ constexpr std::chrono::minutes k_command_timeout{10};
 constexpr size_t k_ids_per_removal = 100;
 // Ids a one-line summary names before it only counts the rest.
 constexpr size_t k_ids_named = 5;
+// `buildah inspect`s run at once when the steps cache misses.
+constexpr size_t k_inspects_at_once = 8;
+// How long an image's steps stay cached after they were read.
+constexpr std::chrono::hours k_steps_kept_for{24 * 30};
 
 bool is_image_id(std::string_view text) {
   return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
@@ -188,14 +194,13 @@ tl::expected<BuildahImageSteps, std::string> parse_buildah_inspect(std::string_v
   return steps;
 }
 
-StaleImages find_stale_images(
-    const std::vector<BuildahImage>& images, const std::set<std::string>& dangling,
-    const std::function<tl::expected<BuildahImageSteps, std::string>(const std::string&)>& steps,
-    int64_t now, std::chrono::seconds min_age) {
+StaleImages find_stale_images(const std::vector<BuildahImage>& images,
+                              const std::set<std::string>& dangling, const StepsReader& steps,
+                              int64_t now, std::chrono::seconds min_age) {
   StaleImages result;
   auto recent = [&](const BuildahImage& image) { return now - image.created < min_age.count(); };
 
-  std::vector<std::pair<const BuildahImage*, BuildahImageSteps>> candidates;
+  std::vector<const BuildahImage*> unsure;
   for (const BuildahImage& image : images) {
     if (!image.names.empty() || image.read_only || !dangling.contains(image.id)) {
       continue;
@@ -205,31 +210,43 @@ StaleImages find_stale_images(
       result.kept.insert(image.id);
       continue;
     }
-    auto read = steps(image.id);
+    unsure.push_back(&image);
+  }
+  std::vector<std::string> unsure_ids;
+  for (const BuildahImage* image : unsure) {
+    unsure_ids.push_back(image->id);
+  }
+  std::vector<StepsRead> unsure_steps = steps(unsure_ids);
+
+  std::vector<std::pair<const BuildahImage*, BuildahImageSteps>> candidates;
+  for (size_t i = 0; i < unsure.size(); ++i) {
+    StepsRead& read = unsure_steps[i];
     if (!read) {
       ++result.unreadable;
-      result.kept.insert(image.id);
+      result.kept.insert(unsure[i]->id);
       result.errors.push_back(read.error());
       continue;
     }
     if (read->diff_ids.empty()) {
       ++result.layerless;
-      result.kept.insert(image.id);
+      result.kept.insert(unsure[i]->id);
       continue;
     }
-    candidates.emplace_back(&image, std::move(*read));
+    candidates.emplace_back(unsure[i], std::move(*read));
   }
   if (candidates.empty()) {
     return result;
   }
 
   // What builds still want: tagged images and recent ones (a running or just failed build).
-  std::vector<BuildahImageSteps> wanted;
+  std::vector<std::string> wanted_ids;
   for (const BuildahImage& image : images) {
-    if (image.names.empty() && !recent(image)) {
-      continue;
+    if (!image.names.empty() || recent(image)) {
+      wanted_ids.push_back(image.id);
     }
-    auto read = steps(image.id);
+  }
+  std::vector<BuildahImageSteps> wanted;
+  for (StepsRead& read : steps(wanted_ids)) {
     if (!read) {
       // Whether a candidate is this image's layer cache cannot be told: keep them all.
       result.errors.push_back(read.error());
@@ -345,8 +362,7 @@ BuildahStore::list(const std::function<void(const std::vector<std::string>&)>& r
   return Listing{std::move(*images), parse_id_lines(dangling.output)};
 }
 
-tl::expected<BuildahImageSteps, std::string>
-BuildahStore::steps(const std::string& reference) const {
+StepsRead BuildahStore::steps(const std::string& reference) const {
   CapturedRun inspected =
       run_captured(command({"inspect", "--type", "image", "--", reference}), k_command_timeout);
   if (!inspected.exit.ok()) {
@@ -360,15 +376,54 @@ BuildahStore::steps(const std::string& reference) const {
   return steps;
 }
 
+std::vector<StepsRead>
+BuildahStore::read_steps(const std::vector<std::string>& ids,
+                         const std::function<void(const std::vector<std::string>&)>& ran) const {
+  ImageStepsCache cache(m_options.steps_cache);
+  std::vector<StepsRead> reads(ids.size(), tl::unexpected(std::string()));
+  std::vector<size_t> missing;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (auto kept = cache.find(ids[i])) {
+      reads[i] = std::move(*kept);
+    } else {
+      missing.push_back(i);
+    }
+  }
+  if (missing.empty()) {
+    return reads;
+  }
+  // Each inspect is mostly buildah starting up and opening the store, which shared locks let
+  // several do at once.
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t at = next++; at < missing.size(); at = next++) {
+      reads[missing[at]] = steps(ids[missing[at]]);
+    }
+  };
+  std::vector<std::thread> readers;
+  for (size_t i = 1; i < std::min(missing.size(), k_inspects_at_once); ++i) {
+    readers.emplace_back(work);
+  }
+  work();
+  for (std::thread& reader : readers) {
+    reader.join();
+  }
+  for (size_t i : missing) {
+    if (ran) {
+      ran(command({"inspect", "--type", "image", "--", ids[i]}));
+    }
+    if (reads[i]) {
+      cache.keep(ids[i], *reads[i]);
+    }
+  }
+  cache.forget_older_than(k_steps_kept_for);
+  return reads;
+}
+
 StaleImages
 BuildahStore::stale(const Listing& listing,
                     const std::function<void(const std::vector<std::string>&)>& ran) const {
-  auto read = [&](const std::string& id) {
-    if (ran) {
-      ran(command({"inspect", "--type", "image", "--", id}));
-    }
-    return steps(id);
-  };
+  auto read = [&](const std::vector<std::string>& ids) { return read_steps(ids, ran); };
   return find_stale_images(listing.images, listing.dangling, read, unix_now(),
                            m_options.min_dangling_age);
 }

@@ -14,14 +14,14 @@ namespace kiln {
 /// than a cached stage takes to build).
 enum class Durability { flush, rename_only };
 
-/// Replace `path` with `content` so a reader (or a kiln killed mid-write) sees either the old
-/// file or the new one, never a torn one: write a temporary beside it, fsync (with `flush`),
-/// rename. The temporary's name is unique to the process and the call, so two writers never
-/// share one.
 /// Whether a write error of this file's functions ("cannot write PATH: <strerror>...") says the
 /// filesystem is out of room: no space left (ENOSPC) or over a quota (EDQUOT).
 bool is_out_of_room(std::string_view write_error);
 
+/// Replace `path` with `content` so a reader (or a kiln killed mid-write) sees either the old
+/// file or the new one, never a torn one: write a temporary beside it, fsync (with `flush`),
+/// rename. The temporary's name is unique to the process and the call, so two writers never
+/// share one.
 tl::expected<void, std::string> write_file_atomic(const std::filesystem::path& path,
                                                   std::string_view content,
                                                   Durability durability = Durability::flush);

@@ -49,12 +49,26 @@ std::set<std::string> dangling_recorded() {
 }
 
 /// The recorded `buildah inspect --type image` of each image, as the lever reads them.
-tl::expected<BuildahImageSteps, std::string> recorded_steps(const std::string& id) {
+StepsRead recorded_steps(const std::string& id) {
   fs::path file = k_rebuilt / ("inspect-" + id.substr(0, 12) + ".json");
   if (!fs::exists(file)) {
     return tl::unexpected("no recording for " + id);
   }
   return parse_buildah_inspect(slurp(file));
+}
+
+/// A StepsReader that reads each image with `read`, counting the images it was asked for.
+StepsReader each_with(std::function<StepsRead(const std::string&)> read, int* asked = nullptr) {
+  return [read, asked](const std::vector<std::string>& ids) {
+    std::vector<StepsRead> reads;
+    for (const std::string& id : ids) {
+      reads.push_back(read(id));
+    }
+    if (asked != nullptr) {
+      *asked += static_cast<int>(ids.size());
+    }
+    return reads;
+  };
 }
 
 class RecordedStore : public ::testing::Test {
@@ -79,7 +93,8 @@ protected:
 
   /// The verdict an hour after the last build, with the default ten-minute age.
   StaleImages an_hour_later() const {
-    return find_stale_images(m_images, m_dangling, recorded_steps, m_newest + 3600, 600s);
+    return find_stale_images(m_images, m_dangling, each_with(recorded_steps), m_newest + 3600,
+                             600s);
   }
 
   std::vector<BuildahImage> m_images;
@@ -157,7 +172,8 @@ TEST_F(RecordedStore, ADanglingImageATaggedOneBuildsOnIsReused) {
 
 TEST_F(RecordedStore, RecentImagesAndWhatTheyBuildOnStay) {
   // Ten seconds after the builds, everything dangling is a step a build may start from.
-  StaleImages soon = find_stale_images(m_images, m_dangling, recorded_steps, m_newest + 10, 600s);
+  StaleImages soon =
+      find_stale_images(m_images, m_dangling, each_with(recorded_steps), m_newest + 10, 600s);
   EXPECT_TRUE(soon.stale.empty());
   EXPECT_EQ(soon.young, 2);
 
@@ -187,14 +203,14 @@ TEST_F(RecordedStore, WhatCannotBeReadIsKept) {
     };
   };
   StaleImages candidate =
-      find_stale_images(m_images, m_dangling, blind_to(k_v1_run), m_newest + 3600, 600s);
+      find_stale_images(m_images, m_dangling, each_with(blind_to(k_v1_run)), m_newest + 3600, 600s);
   EXPECT_TRUE(candidate.stale.empty());
   EXPECT_EQ(candidate.unreadable, 1);
   EXPECT_EQ(candidate.errors, std::vector<std::string>{"buildah inspect ac0edaeb1d53 failed"});
 
   // Without the tagged image's history, nothing tells whether a candidate is its cache.
-  StaleImages root =
-      find_stale_images(m_images, m_dangling, blind_to(k_v2_tagged), m_newest + 3600, 600s);
+  StaleImages root = find_stale_images(m_images, m_dangling, each_with(blind_to(k_v2_tagged)),
+                                       m_newest + 3600, 600s);
   EXPECT_TRUE(root.stale.empty());
   EXPECT_TRUE(root.kept.contains(k_v1_run));
 }
@@ -218,6 +234,16 @@ TEST(BuildahStoreParse, RemovalOutputNamesTheParentsBuildahTookAlong) {
   EXPECT_EQ(failed.in_use, 1);
   EXPECT_EQ(failed.errors,
             std::vector<std::string>{"locating image with ID \"ffff\": image not known"});
+}
+
+TEST_F(RecordedStore, TheImagesBuildsWantAreReadOnlyWhenACandidateNeedsThem) {
+  // Only a layerless image dangles: nothing can be removed, so no other image is read.
+  m_dangling = {k_arg};
+  int asked = 0;
+  StaleImages verdict = find_stale_images(m_images, m_dangling, each_with(recorded_steps, &asked),
+                                          m_newest + 3600, 600s);
+  EXPECT_EQ(verdict.layerless, 1);
+  EXPECT_EQ(asked, 1);
 }
 
 } // namespace
