@@ -3,12 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <map>
 #include <set>
-#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
@@ -16,6 +14,8 @@
 
 #include "disk/buildkit_store.h"
 #include "disk/slugs.h"
+#include "engine/buildah_layers.h"
+#include "util/json_output.h"
 #include "util/process.h"
 #include "util/strings.h"
 
@@ -32,10 +32,6 @@ constexpr std::chrono::minutes k_command_timeout{10};
 constexpr size_t k_ids_per_removal = 100;
 // Ids a one-line summary names before it only counts the rest.
 constexpr size_t k_ids_named = 5;
-// `buildah inspect`s run at once when the steps cache misses.
-constexpr size_t k_inspects_at_once = 8;
-// How long an image's steps stay cached after they were read.
-constexpr std::chrono::hours k_steps_kept_for{24 * 30};
 
 bool is_image_id(std::string_view text) {
   return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
@@ -65,26 +61,6 @@ std::set<std::string> parse_id_lines(std::string_view text) {
     }
   }
   return ids;
-}
-
-/// buildah prints warnings on stderr, which reaches kiln through the same pipe as the JSON on
-/// stdout: the document starts on the first line that opens one.
-nlohmann::json parse_json_output(std::string_view text) {
-  for (size_t at = 0; at < text.size();) {
-    size_t end = text.find('\n', at);
-    std::string_view line = text.substr(at, end == std::string_view::npos ? end : end - at);
-    if (line.starts_with('{') || line.starts_with('[')) {
-      auto doc = nlohmann::json::parse(text.substr(at), nullptr, false);
-      if (!doc.is_discarded()) {
-        return doc;
-      }
-    }
-    if (end == std::string_view::npos) {
-      break;
-    }
-    at = end + 1;
-  }
-  return nlohmann::json::value_t::discarded;
 }
 
 std::string shown_dirs(const std::vector<fs::path>& dirs) {
@@ -151,38 +127,24 @@ tl::expected<std::vector<BuildahImage>, std::string> parse_buildah_images(std::s
   return images;
 }
 
-tl::expected<fs::path, std::string> parse_buildah_info(std::string_view text) {
-  auto doc = parse_json_output(text);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return tl::unexpected(std::string("buildah info printed no JSON object"));
-  }
-  auto store = doc.find("store");
-  if (store == doc.end() || !store->is_object()) {
-    return tl::unexpected(std::string("buildah info names no store"));
-  }
-  auto root = store->find("GraphRoot");
-  if (root == store->end() || !root->is_string() || root->get<std::string>().empty()) {
-    return tl::unexpected(std::string("buildah info names no store.GraphRoot"));
-  }
-  return fs::path(root->get<std::string>());
-}
+namespace {
 
-tl::expected<BuildahImageSteps, std::string> parse_buildah_inspect(std::string_view text) {
-  auto doc = parse_json_output(text);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return tl::unexpected(std::string("buildah inspect printed no JSON object"));
-  }
-  auto config = doc.find("OCIv1");
-  if (config == doc.end() || !config->is_object()) {
-    return tl::unexpected(std::string("buildah inspect shows no OCIv1 config"));
-  }
+BuildahImageSteps steps_of_config(const nlohmann::json& config) {
   BuildahImageSteps steps;
-  if (auto history = config->find("history"); history != config->end() && history->is_array()) {
+  if (auto history = config.find("history"); history != config.end() && history->is_array()) {
     for (const auto& entry : *history) {
-      steps.history.push_back(entry.dump());
+      nlohmann::json compared = nlohmann::json::object();
+      if (entry.is_object()) {
+        for (const char* field : {"created_by", "comment", "author", "empty_layer"}) {
+          if (auto value = entry.find(field); value != entry.end()) {
+            compared[field] = *value;
+          }
+        }
+      }
+      steps.history.push_back(compared.dump());
     }
   }
-  if (auto rootfs = config->find("rootfs"); rootfs != config->end() && rootfs->is_object()) {
+  if (auto rootfs = config.find("rootfs"); rootfs != config.end() && rootfs->is_object()) {
     if (auto ids = rootfs->find("diff_ids"); ids != rootfs->end() && ids->is_array()) {
       for (const auto& id : *ids) {
         if (id.is_string()) {
@@ -194,13 +156,36 @@ tl::expected<BuildahImageSteps, std::string> parse_buildah_inspect(std::string_v
   return steps;
 }
 
-StaleImages find_stale_images(const std::vector<BuildahImage>& images,
-                              const std::set<std::string>& dangling, const StepsReader& steps,
-                              int64_t now, std::chrono::seconds min_age) {
+} // namespace
+
+tl::expected<BuildahImageSteps, std::string> parse_buildah_inspect(std::string_view text) {
+  auto doc = parse_json_output(text);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return tl::unexpected(std::string("buildah inspect printed no JSON object"));
+  }
+  auto config = doc.find("OCIv1");
+  if (config == doc.end() || !config->is_object()) {
+    return tl::unexpected(std::string("buildah inspect shows no OCIv1 config"));
+  }
+  return steps_of_config(*config);
+}
+
+tl::expected<BuildahImageSteps, std::string> parse_config_steps(std::string_view text) {
+  auto config = nlohmann::json::parse(text, nullptr, false);
+  if (!config.is_object()) {
+    return tl::unexpected(std::string("an image config is a JSON object"));
+  }
+  return steps_of_config(config);
+}
+
+StaleImages find_stale_images(
+    const std::vector<BuildahImage>& images, const std::set<std::string>& dangling,
+    const std::function<tl::expected<BuildahImageSteps, std::string>(const std::string&)>& steps,
+    int64_t now, std::chrono::seconds min_age) {
   StaleImages result;
   auto recent = [&](const BuildahImage& image) { return now - image.created < min_age.count(); };
 
-  std::vector<const BuildahImage*> unsure;
+  std::vector<std::pair<const BuildahImage*, BuildahImageSteps>> candidates;
   for (const BuildahImage& image : images) {
     if (!image.names.empty() || image.read_only || !dangling.contains(image.id)) {
       continue;
@@ -210,43 +195,31 @@ StaleImages find_stale_images(const std::vector<BuildahImage>& images,
       result.kept.insert(image.id);
       continue;
     }
-    unsure.push_back(&image);
-  }
-  std::vector<std::string> unsure_ids;
-  for (const BuildahImage* image : unsure) {
-    unsure_ids.push_back(image->id);
-  }
-  std::vector<StepsRead> unsure_steps = steps(unsure_ids);
-
-  std::vector<std::pair<const BuildahImage*, BuildahImageSteps>> candidates;
-  for (size_t i = 0; i < unsure.size(); ++i) {
-    StepsRead& read = unsure_steps[i];
+    auto read = steps(image.id);
     if (!read) {
       ++result.unreadable;
-      result.kept.insert(unsure[i]->id);
+      result.kept.insert(image.id);
       result.errors.push_back(read.error());
       continue;
     }
     if (read->diff_ids.empty()) {
       ++result.layerless;
-      result.kept.insert(unsure[i]->id);
+      result.kept.insert(image.id);
       continue;
     }
-    candidates.emplace_back(unsure[i], std::move(*read));
+    candidates.emplace_back(&image, std::move(*read));
   }
   if (candidates.empty()) {
     return result;
   }
 
   // What builds still want: tagged images and recent ones (a running or just failed build).
-  std::vector<std::string> wanted_ids;
-  for (const BuildahImage& image : images) {
-    if (!image.names.empty() || recent(image)) {
-      wanted_ids.push_back(image.id);
-    }
-  }
   std::vector<BuildahImageSteps> wanted;
-  for (StepsRead& read : steps(wanted_ids)) {
+  for (const BuildahImage& image : images) {
+    if (image.names.empty() && !recent(image)) {
+      continue;
+    }
+    auto read = steps(image.id);
     if (!read) {
       // Whether a candidate is this image's layer cache cannot be told: keep them all.
       result.errors.push_back(read.error());
@@ -362,9 +335,21 @@ BuildahStore::list(const std::function<void(const std::vector<std::string>&)>& r
   return Listing{std::move(*images), parse_id_lines(dangling.output)};
 }
 
-StepsRead BuildahStore::steps(const std::string& reference) const {
-  CapturedRun inspected =
-      run_captured(command({"inspect", "--type", "image", "--", reference}), k_command_timeout);
+tl::expected<BuildahImageSteps, std::string>
+BuildahStore::steps(const std::string& reference, const std::optional<BuildahStorePlace>& place,
+                    const std::function<void(const std::vector<std::string>&)>& ran) const {
+  if (place) {
+    if (auto blob = buildah_config_blob(*place, reference)) {
+      if (auto steps = parse_config_steps(*blob)) {
+        return steps;
+      }
+    }
+  }
+  std::vector<std::string> argv = command({"inspect", "--type", "image", "--", reference});
+  if (ran) {
+    ran(argv);
+  }
+  CapturedRun inspected = run_captured(argv, k_command_timeout);
   if (!inspected.exit.ok()) {
     return tl::unexpected(
         fmt::format("buildah inspect {} failed: {}", short_id(reference), inspected.failure()));
@@ -376,68 +361,37 @@ StepsRead BuildahStore::steps(const std::string& reference) const {
   return steps;
 }
 
-std::vector<StepsRead>
-BuildahStore::read_steps(const std::vector<std::string>& ids,
-                         const std::function<void(const std::vector<std::string>&)>& ran) const {
-  ImageStepsCache cache(m_options.steps_cache);
-  std::vector<StepsRead> reads(ids.size(), tl::unexpected(std::string()));
-  std::vector<size_t> missing;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (auto kept = cache.find(ids[i])) {
-      reads[i] = std::move(*kept);
-    } else {
-      missing.push_back(i);
-    }
-  }
-  if (missing.empty()) {
-    return reads;
-  }
-  // Each inspect is mostly buildah starting up and opening the store, which shared locks let
-  // several do at once.
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t at = next++; at < missing.size(); at = next++) {
-      reads[missing[at]] = steps(ids[missing[at]]);
-    }
-  };
-  std::vector<std::thread> readers;
-  for (size_t i = 1; i < std::min(missing.size(), k_inspects_at_once); ++i) {
-    readers.emplace_back(work);
-  }
-  work();
-  for (std::thread& reader : readers) {
-    reader.join();
-  }
-  for (size_t i : missing) {
-    if (ran) {
-      ran(command({"inspect", "--type", "image", "--", ids[i]}));
-    }
-    if (reads[i]) {
-      cache.keep(ids[i], *reads[i]);
-    }
-  }
-  cache.forget_older_than(k_steps_kept_for);
-  return reads;
-}
-
 StaleImages
 BuildahStore::stale(const Listing& listing,
                     const std::function<void(const std::vector<std::string>&)>& ran) const {
-  auto read = [&](const std::vector<std::string>& ids) { return read_steps(ids, ran); };
+  // Each config is read in place when the store can be located: a file read where a `buildah
+  // inspect` takes 0.2 s, and a store holds thousands of images.
+  std::optional<BuildahStorePlace> place;
+  if (auto located = this->place(ran)) {
+    place = *located;
+  }
+  auto read = [&](const std::string& id) { return steps(id, place, ran); };
   return find_stale_images(listing.images, listing.dangling, read, unix_now(),
                            m_options.min_dangling_age);
 }
 
-tl::expected<StoreLocation, std::string> BuildahStore::location() const {
-  CapturedRun info = run_captured(command({"info"}), k_command_timeout);
+tl::expected<BuildahStorePlace, std::string>
+BuildahStore::place(const std::function<void(const std::vector<std::string>&)>& ran) const {
+  std::vector<std::string> argv = command({"info"});
+  if (ran) {
+    ran(argv);
+  }
+  CapturedRun info = run_captured(argv, k_command_timeout);
   if (!info.exit.ok()) {
     return tl::unexpected(fmt::format("buildah info failed: {}", info.failure()));
   }
-  auto root = parse_buildah_info(info.output);
-  if (!root) {
-    return tl::unexpected(root.error());
-  }
-  return StoreLocation{*root, fmt::format("the buildah store {}", root->string())};
+  return parse_buildah_info(info.output);
+}
+
+tl::expected<StoreLocation, std::string> BuildahStore::location() const {
+  return place().map([](const BuildahStorePlace& place) {
+    return StoreLocation{place.root, fmt::format("the buildah store {}", place.root.string())};
+  });
 }
 
 tl::expected<StoreUsage, std::string> BuildahStore::usage() const {
@@ -619,7 +573,7 @@ std::vector<std::string> BuildahStore::tagged_images() const {
 }
 
 tl::expected<void, std::string> BuildahStore::remove_image(const std::string& reference) const {
-  auto own = steps(reference);
+  auto own = steps(reference, std::nullopt);
   if (!own) {
     return tl::unexpected(own.error());
   }

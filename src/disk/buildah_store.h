@@ -5,14 +5,15 @@
 #include <filesystem>
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "disk/image_steps_cache.h"
 #include "disk/store.h"
+#include "engine/buildah_layers.h"
 
 namespace kiln {
 
@@ -31,11 +32,19 @@ struct BuildahImage {
 /// Parse `buildah images --json` output; an error when it is not the JSON list buildah prints.
 tl::expected<std::vector<BuildahImage>, std::string> parse_buildah_images(std::string_view text);
 
-/// The store root `buildah info` names (`store.GraphRoot`): where the layers are written.
-tl::expected<std::filesystem::path, std::string> parse_buildah_info(std::string_view text);
+/// What of an image's config says which build steps it holds: its history entries and its
+/// layers. Each entry is kept as compact JSON of the fields buildah's layer cache compares
+/// (created_by, comment, author, empty_layer; not the date), so a config read in place and one
+/// `buildah inspect` printed compare equal.
+struct BuildahImageSteps {
+  std::vector<std::string> history;
+  std::vector<std::string> diff_ids;
+};
 
 /// The steps in `buildah inspect --type image` output (its `OCIv1` config).
 tl::expected<BuildahImageSteps, std::string> parse_buildah_inspect(std::string_view text);
+/// The steps in an image config blob (buildah_config_blob).
+tl::expected<BuildahImageSteps, std::string> parse_config_steps(std::string_view text);
 
 /// Which dangling images no build can reuse, and why the others stay.
 ///
@@ -61,17 +70,12 @@ struct StaleImages {
   std::vector<std::string> errors;
 };
 
-/// What reading one image's config gave: its steps, or why it could not be read.
-using StepsRead = tl::expected<BuildahImageSteps, std::string>;
-/// Reads the configs of the images named, one result per id in the same order: one call per
-/// group of images, so a reader can read them at once.
-using StepsReader = std::function<std::vector<StepsRead>(const std::vector<std::string>& ids)>;
-
-/// Sort the dangling images of `images` (ids in `dangling`); `steps` reads images' configs. `now`
-/// and `min_age` decide which images are recent.
-StaleImages find_stale_images(const std::vector<BuildahImage>& images,
-                              const std::set<std::string>& dangling, const StepsReader& steps,
-                              int64_t now, std::chrono::seconds min_age);
+/// Sort the dangling images of `images` (ids in `dangling`); `steps` reads an image's config,
+/// or says why it cannot. `now` and `min_age` decide which images are recent.
+StaleImages find_stale_images(
+    const std::vector<BuildahImage>& images, const std::set<std::string>& dangling,
+    const std::function<tl::expected<BuildahImageSteps, std::string>(const std::string&)>& steps,
+    int64_t now, std::chrono::seconds min_age);
 
 /// Where buildah keeps RUN --mount=type=cache directories, outside its image store, one
 /// subfolder per cache id (or per target when the mount names no id): `$TMPDIR` (else
@@ -105,8 +109,6 @@ struct BuildahStoreOptions {
   /// the next step's container from it; in between, that image looks dangling, and removing it
   /// would fail the running build.
   std::chrono::seconds min_dangling_age{std::chrono::minutes(10)};
-  /// Where the images' steps read before are kept (ImageStepsCache); empty: read every time.
-  std::filesystem::path steps_cache = ImageStepsCache::default_folder();
 };
 
 /// buildah's store through the `buildah` CLI. Its layer lever removes the dangling images no
@@ -150,11 +152,13 @@ private:
   StaleImages
   stale(const Listing& listing,
         const std::function<void(const std::vector<std::string>&)>& ran = nullptr) const;
-  StepsRead steps(const std::string& reference) const;
-  /// steps() of each id, from the cache when it has them, the others read a few at once.
-  std::vector<StepsRead>
-  read_steps(const std::vector<std::string>& ids,
-             const std::function<void(const std::vector<std::string>&)>& ran) const;
+  /// `buildah info` of this store (its flags).
+  tl::expected<BuildahStorePlace, std::string>
+  place(const std::function<void(const std::vector<std::string>&)>& ran = nullptr) const;
+  /// The image's steps, from its config in place when `place` holds it, else `buildah inspect`.
+  tl::expected<BuildahImageSteps, std::string>
+  steps(const std::string& reference, const std::optional<BuildahStorePlace>& place,
+        const std::function<void(const std::vector<std::string>&)>& ran = nullptr) const;
 
   BuildahStoreOptions m_options;
 };

@@ -614,6 +614,7 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
       }
     }
   }
+  m_engine.look_ahead();
   start_sampler();
   DiskWatchdog watchdog(
       m_disk, [this](const std::string& line) { disk_log(m_folder, m_console, line); }, m_store);

@@ -88,6 +88,10 @@ std::string BuildahEngine::version_key() const {
   return buildah.empty() ? std::string() : "buildah " + buildah;
 }
 
+void BuildahEngine::look_ahead() const {
+  m_looking_ahead = std::async(std::launch::async, [] { locate_buildah_store(); });
+}
+
 std::vector<std::string> BuildahEngine::build_argv(const BuildRequest& request) const {
   std::vector<std::string> argv = {"buildah", "build", "--isolation", m_isolation, "--layers",
                                    // A failed build otherwise leaves its working container,
@@ -156,7 +160,7 @@ std::string BuildahEngine::stage_image_identity(const NamedContext& context) con
 }
 
 ImageConfigRead BuildahEngine::stage_image_config(const NamedContext& context) const {
-  return image_config_from_buildah(shown(context));
+  return buildah_image_config(shown(context));
 }
 
 tl::expected<std::vector<LayoutImage>, std::string>

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <future>
+
 #include "engine/engine.h"
 
 namespace kiln {
@@ -14,6 +16,8 @@ public:
   tl::expected<std::string, std::string> version() const override;
   /// buildah's file: its version is the program's.
   std::string version_key() const override;
+  /// Locates the store (locate_buildah_store).
+  void look_ahead() const override;
   std::vector<std::string> build_argv(const BuildRequest& request) const override;
   bool has_stage_image(const NamedContext& context) const override;
   std::string stage_image_place(const NamedContext& context) const override {
@@ -42,6 +46,7 @@ public:
 
 private:
   std::string m_isolation;
+  mutable std::future<void> m_looking_ahead; // waited for when the engine goes
 };
 
 } // namespace kiln

@@ -1,12 +1,35 @@
 #pragma once
 
+#include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include <tl/expected.hpp>
 
 #include "engine/image_config.h"
 
 namespace kiln {
+
+/// Where buildah keeps its store, as `buildah info` names it.
+struct BuildahStorePlace {
+  std::filesystem::path root; // store.GraphRoot
+  std::string driver;         // store.GraphDriverName
+};
+
+/// Parse `buildah info` output (warnings printed before the JSON are passed over).
+tl::expected<BuildahStorePlace, std::string> parse_buildah_info(std::string_view text);
+
+/// The config blob of image `image_id` (with or without `sha256:`), read in place from the
+/// store at `place`: the store keeps it under its digest, which is the image's id, and it is
+/// returned only when its bytes have that digest, so what is read is that image's config.
+/// nullopt when it is not there (another driver, another store, an id that is a name).
+std::optional<std::string> buildah_config_blob(const BuildahStorePlace& place,
+                                               const std::string& image_id);
+
+/// The config of `image` (an id or a name): read in place when it is an id in the default
+/// store (a file read instead of a `buildah inspect` of 0.2 s), else from `buildah inspect`.
+ImageConfigRead buildah_image_config(const std::string& image);
 
 /// An image of buildah's store with its layers where the store keeps them, read in place: the
 /// gates read the image the store holds, never an exported copy (a 93 MB image once took 7 s to
@@ -15,6 +38,10 @@ namespace kiln {
 /// are checked against the config's `rootfs.diff_ids`, so what is read is that image. overlay
 /// and vfs stores only; the error names any other driver.
 tl::expected<LayoutImage, std::string> buildah_store_image(const std::string& image_id);
+
+/// Ask where buildah keeps its store (a `buildah info`, 0.2 s) if that is not known yet; the
+/// answer is kept for the rest of the process, for every function here.
+void locate_buildah_store();
 
 /// Whether `name` already names the image `identity` (an image id, with or without `sha256:`)
 /// in buildah's store, read from the store's index (no buildah process); false when unsure.

@@ -151,6 +151,11 @@ public:
   /// chain's time.
   virtual std::string version_key() const { return {}; }
 
+  /// Start in the background what a run asks of the engine once its builds are done (buildah:
+  /// where its store is, for the stable tags), so it overlaps the first build instead of
+  /// following the last. What it finds is kept where those later calls look.
+  virtual void look_ahead() const {}
+
   /// The same engine on the daemon `request` builds on (a lane's `host`, with its TLS files);
   /// nullptr for an engine to which a host means nothing (buildah builds on the local host).
   virtual std::unique_ptr<Engine> on_host(const BuildRequest& request) const {

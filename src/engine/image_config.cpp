@@ -286,6 +286,14 @@ image_configs_from_layout(const std::filesystem::path& layout) {
   });
 }
 
+ImageConfigRead image_config_from_json(std::string_view text) {
+  json doc = json::parse(text, nullptr, false);
+  if (!doc.is_object()) {
+    return tl::unexpected(std::string("an image config is a JSON object"));
+  }
+  return config_of(doc);
+}
+
 ImageConfigRead image_config_from_buildah(const std::string& image) {
   CapturedRun inspect = run_captured({"buildah", "inspect", "--type", "image", "--", image});
   if (!inspect.exit.ok()) {

@@ -106,4 +106,7 @@ struct ImageLayout {
 /// The config of an image in buildah's store (`buildah inspect --type image`).
 ImageConfigRead image_config_from_buildah(const std::string& image);
 
+/// An image config blob (OCI or Docker image config JSON) read.
+ImageConfigRead image_config_from_json(std::string_view text);
+
 } // namespace kiln

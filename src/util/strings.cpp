@@ -199,6 +199,27 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   return best;
 }
 
+std::string base64_encode(std::string_view bytes) {
+  static const char* k_alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    std::uint32_t group = static_cast<std::uint8_t>(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) {
+      group |= static_cast<std::uint8_t>(bytes[i + 1]) << 8;
+    }
+    if (i + 2 < bytes.size()) {
+      group |= static_cast<std::uint8_t>(bytes[i + 2]);
+    }
+    size_t n = std::min<size_t>(3, bytes.size() - i);
+    for (size_t j = 0; j < 4; ++j) {
+      out += j <= n ? k_alphabet[(group >> (18 - 6 * j)) & 63] : '=';
+    }
+  }
+  return out;
+}
+
 std::optional<std::string> base64_decode(std::string_view text) {
   if (text.size() % 4 != 0) {
     return std::nullopt;

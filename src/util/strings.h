@@ -39,6 +39,9 @@ size_t utf8_cut(std::string_view text, size_t limit);
 /// Where the first byte that is not valid UTF-8 is in `text`; npos when there is none.
 size_t first_invalid_utf8(std::string_view text);
 
+/// Standard base64 (RFC 4648, with padding) of `bytes`.
+std::string base64_encode(std::string_view bytes);
+
 /// Standard base64 (RFC 4648, with padding) decoded; nullopt when `text` is not base64.
 std::optional<std::string> base64_decode(std::string_view text);
 

@@ -13,6 +13,7 @@
 #include "gates/residue.h"
 #include "layer_tarball.h"
 #include "temp_dir.h"
+#include "util/strings.h"
 
 namespace kiln {
 namespace {
@@ -456,36 +457,15 @@ TEST(LayerScan, TheSbomReadsTheNewestDatabasesOfTheFinalTree) {
   EXPECT_EQ(scan.os.id, "ubuntu"); // /etc/os-release over /usr/lib/os-release
 }
 
-/// Standard base64, for composing tar-split lines.
-std::string base64(std::string_view bytes) {
-  static const char* k_alphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    uint32_t group = static_cast<uint8_t>(bytes[i]) << 16;
-    if (i + 1 < bytes.size()) {
-      group |= static_cast<uint8_t>(bytes[i + 1]) << 8;
-    }
-    if (i + 2 < bytes.size()) {
-      group |= static_cast<uint8_t>(bytes[i + 2]);
-    }
-    size_t n = std::min<size_t>(3, bytes.size() - i);
-    for (size_t j = 0; j < 4; ++j) {
-      out += j <= n ? k_alphabet[(group >> (18 - 6 * j)) & 63] : '=';
-    }
-  }
-  return out;
-}
-
 /// A one-file layer as tar-split lines: the header, the file by name, the rest.
 std::string tar_split_of(const std::string& name, const std::string& content) {
   std::string tar = Tarball().file(name, content).tar();
   std::string header = tar.substr(0, 512);
   std::string rest = tar.substr(512 + content.size());
-  return "{\"type\":2,\"payload\":\"" + base64(header) + "\",\"position\":0}\n" +
+  return "{\"type\":2,\"payload\":\"" + base64_encode(header) + "\",\"position\":0}\n" +
          "{\"type\":1,\"name\":\"" + name + "\",\"size\":" + std::to_string(content.size()) +
-         ",\"payload\":null,\"position\":1}\n" + "{\"type\":2,\"payload\":\"" + base64(rest) +
-         "\",\"position\":2}\n";
+         ",\"payload\":null,\"position\":1}\n" + "{\"type\":2,\"payload\":\"" +
+         base64_encode(rest) + "\",\"position\":2}\n";
 }
 
 TEST(StoreLayer, ALayerOfBuildahsStoreIsReadInPlaceEntryByEntry) {
