@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "disk/sizes.h"
 #include "disk/store.h"
 #include "engine/buildkit_engine.h"
 
@@ -26,16 +27,6 @@ struct DuRecord {
 /// manager reports an untyped record as `regular`), but `prune --verbose` prints none at all,
 /// because the records its prune streams back carry no type.
 std::vector<DuRecord> parse_du_verbose(std::string_view text);
-
-/// A size as buildctl prints it (`3.05MB`, `28.11kB`, `123B`; tonistiigi/units with `%.2f`:
-/// decimal B kB MB GB TB PB EB, bytes below 1 kB as an integer), in bytes; binary units
-/// (`KiB`...) are read too. A trailing `*` (the table's shared mark) is ignored. 0 when the text
-/// is not a size.
-uint64_t parse_human_size(std::string_view text);
-
-/// A size the way buildctl and buildah print it, decimal units (`3.16MB`, `123B`), so log lines
-/// compare with their own output.
-std::string decimal_size(uint64_t bytes);
 
 /// The type BuildKit's prune filter sees: v0.11's cache manager treats an untyped record as
 /// `regular` (cache/manager.go, in both DiskUsage and prune).

@@ -100,6 +100,7 @@ TEST(BuildkitStore, ParsesHumanSizesAsBuildctlPrintsThem) {
   EXPECT_EQ(parse_human_size("1e+03 MB"), 1'000'000'000u); // buildah's %.3g at the unit edge
   EXPECT_EQ(parse_human_size(""), 0u);
   EXPECT_EQ(parse_human_size("true"), 0u);
+  EXPECT_EQ(parse_human_size("1e300 EB"), 0u) << "no disk holds it";
   EXPECT_EQ(parse_human_size("5XB"), 0u);
 }
 
