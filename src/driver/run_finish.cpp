@@ -20,6 +20,13 @@ void Run::move_stable_tags() {
     if (record.status != "ok" || identity == m_identities.end()) {
       continue;
     }
+    if (m_interrupted || interrupt_signal() != 0) {
+      // Whoever stopped the run stopped what it would ship; a tag command would not start either.
+      record.tag_held = "the run was interrupted";
+      m_folder.log(fmt::format("stage {}: {} stays where it was: {}", stage.name, stage.tag,
+                               record.tag_held));
+      continue;
+    }
     std::vector<std::string> untested;
     for (const Stage* guard : guarding_smoke_stages(m_chain, stage)) {
       const StageRecord* ran = m_record.find_stage(guard->name);
