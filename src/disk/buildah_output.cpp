@@ -1,30 +1,15 @@
 #include "disk/buildah_output.h"
 
-#include <algorithm>
-#include <cctype>
-
 #include <nlohmann/json.hpp>
 
 #include "disk/sizes.h"
+#include "engine/buildah_layers.h"
 #include "util/json_output.h"
 #include "util/strings.h"
 
 namespace kiln {
 
 namespace {
-
-bool is_image_id(std::string_view text) {
-  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
-           return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f');
-         });
-}
-
-std::string bare_id(std::string_view id) {
-  if (id.starts_with("sha256:")) {
-    id.remove_prefix(7);
-  }
-  return std::string(id);
-}
 
 BuildahImageSteps steps_of_config(const nlohmann::json& config) {
   BuildahImageSteps steps;
@@ -66,7 +51,7 @@ tl::expected<std::vector<BuildahImage>, std::string> parse_buildah_images(std::s
       return tl::unexpected(std::string("buildah images --json: an entry without an id"));
     }
     BuildahImage image;
-    image.id = bare_id(entry["id"].get<std::string>());
+    image.id = bare_image_id(entry["id"].get<std::string>());
     if (auto names = entry.find("names"); names != entry.end() && names->is_array()) {
       for (const auto& name : *names) {
         if (name.is_string()) {
@@ -115,7 +100,7 @@ tl::expected<BuildahImageSteps, std::string> parse_config_steps(std::string_view
 std::set<std::string> parse_buildah_ids(std::string_view text) {
   std::set<std::string> ids;
   for (const std::string& line : split(text, '\n')) {
-    std::string id = bare_id(trim(line));
+    std::string id = bare_image_id(trim(line));
     if (is_image_id(id)) {
       ids.insert(id);
     }

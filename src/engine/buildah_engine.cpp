@@ -1,7 +1,5 @@
 #include "engine/buildah_engine.h"
 
-#include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <deque>
 
@@ -58,12 +56,6 @@ bool take_step_header(std::string_view& line, StepHeader& header) {
   }
   return take(line, "STEP ") && take_number(line, header.step) && take(line, "/") &&
          take_number(line, header.steps) && take(line, ": ");
-}
-
-bool is_image_id(std::string_view line) {
-  return line.size() == 64 && std::all_of(line.begin(), line.end(), [](char c) {
-           return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f');
-         });
 }
 
 } // namespace

@@ -90,11 +90,6 @@ std::string text_at(const json& doc, const char* key) {
   return doc.contains(key) && doc[key].is_string() ? doc[key].get<std::string>() : std::string();
 }
 
-/// buildah's id of an image: its config digest without the `sha256:`.
-std::string store_id(const std::string& identity) {
-  return identity.starts_with("sha256:") ? identity.substr(7) : identity;
-}
-
 /// One of the store's indexes: "images" (each image's id, names and top layer) or "layers".
 tl::expected<Index, std::string> read_store_index(const BuildahStorePlace& place,
                                                   const std::string& of) {
@@ -102,6 +97,17 @@ tl::expected<Index, std::string> read_store_index(const BuildahStorePlace& place
 }
 
 } // namespace
+
+bool is_image_id(std::string_view text) {
+  return is_oci_digest(fmt::format("sha256:{}", text));
+}
+
+std::string bare_image_id(std::string_view id) {
+  if (id.starts_with("sha256:")) {
+    id.remove_prefix(7);
+  }
+  return std::string(id);
+}
 
 tl::expected<BuildahStorePlace, std::string> parse_buildah_info(std::string_view text) {
   json doc = parse_json_output(text);
@@ -121,8 +127,8 @@ tl::expected<BuildahStorePlace, std::string> parse_buildah_info(std::string_view
 
 std::optional<std::string> buildah_config_blob(const BuildahStorePlace& place,
                                                const std::string& image_id) {
-  std::string id = store_id(image_id);
-  if (!is_oci_digest("sha256:" + id)) {
+  std::string id = bare_image_id(image_id);
+  if (!is_image_id(id)) {
     return std::nullopt;
   }
   // containers/storage keeps an image's blobs beside its index, each under its key, base64'd
@@ -146,7 +152,7 @@ ImageConfigRead buildah_image_config(const std::string& image) {
 }
 
 tl::expected<LayoutImage, std::string> buildah_store_image(const std::string& image_id) {
-  std::string id = store_id(image_id);
+  std::string id = bare_image_id(image_id);
   auto config = buildah_image_config(id);
   if (!config) {
     return tl::unexpected(config.error());
@@ -223,7 +229,7 @@ bool buildah_store_names(const std::string& name, const std::string& identity) {
   if (!images) {
     return false;
   }
-  const std::string id = store_id(identity);
+  const std::string id = bare_image_id(identity);
   for (const auto& image : **images) {
     if (image.is_object() && text_at(image, "id") == id && image.contains("names") &&
         image["names"].is_array()) {

@@ -11,6 +11,12 @@
 
 namespace kiln {
 
+/// Whether `text` is buildah's id of an image: its config's digest, the 64 lowercase hex digits
+/// without `sha256:`.
+bool is_image_id(std::string_view text);
+/// `id` without a leading `sha256:`.
+std::string bare_image_id(std::string_view id);
+
 /// Where buildah keeps its store, as `buildah info` names it.
 struct BuildahStorePlace {
   std::filesystem::path root; // store.GraphRoot
