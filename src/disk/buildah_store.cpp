@@ -237,6 +237,10 @@ BuildahStore::stale(const Listing& listing,
 
 tl::expected<BuildahStorePlace, std::string>
 BuildahStore::place(const std::function<void(const std::vector<std::string>&)>& ran) const {
+  std::lock_guard lock(m_place_mutex);
+  if (m_place) {
+    return *m_place;
+  }
   std::vector<std::string> argv = command({"info"});
   if (ran) {
     ran(argv);
@@ -245,7 +249,11 @@ BuildahStore::place(const std::function<void(const std::vector<std::string>&)>& 
   if (!info.exit.ok()) {
     return tl::unexpected(fmt::format("buildah info failed: {}", info.failure()));
   }
-  return parse_buildah_info(info.output);
+  auto place = parse_buildah_info(info.output);
+  if (place) {
+    m_place = *place;
+  }
+  return place;
 }
 
 tl::expected<StoreLocation, std::string> BuildahStore::location() const {

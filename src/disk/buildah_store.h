@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <initializer_list>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -115,7 +116,8 @@ private:
   StaleImages
   stale(const Listing& listing,
         const std::function<void(const std::vector<std::string>&)>& ran = nullptr) const;
-  /// `buildah info` of this store (its flags).
+  /// `buildah info` of this store (its flags), asked once: `kiln disk status` locates the store
+  /// and then sorts its images, and each of those needs it.
   tl::expected<BuildahStorePlace, std::string>
   place(const std::function<void(const std::vector<std::string>&)>& ran = nullptr) const;
   /// The image's steps, from its config in place when `place` holds it, else `buildah inspect`.
@@ -124,6 +126,8 @@ private:
         const std::function<void(const std::vector<std::string>&)>& ran = nullptr) const;
 
   BuildahStoreOptions m_options;
+  mutable std::mutex m_place_mutex;
+  mutable std::optional<BuildahStorePlace> m_place;
 };
 
 } // namespace kiln
