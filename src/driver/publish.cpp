@@ -36,15 +36,6 @@ bool ended_ok(const std::string& outcome) {
   return outcome == "built" || outcome == "reused";
 }
 
-const StageRecord* record_of(const RunRecord& record, const std::string& name) {
-  for (const auto& stage : record.stages) {
-    if (stage.name == name) {
-      return &stage;
-    }
-  }
-  return nullptr;
-}
-
 /// Every stage `stage` builds on, nearest first, each once.
 std::vector<const Stage*> ancestors(const Chain& chain, const Stage& stage) {
   std::vector<const Stage*> out;
@@ -253,7 +244,7 @@ std::vector<PublishImage> publish_images(const PublishJob& job, const PublishTar
     if (const Lane* lane = job.chain.find_lane(stage->lane)) {
       image.platform = lane->platform;
     }
-    const StageRecord* record = record_of(job.record, stage->name);
+    const StageRecord* record = job.record.find_stage(stage->name);
     image.outcome = record != nullptr ? record->outcome : std::string();
     if (auto identity = job.identities.find(stage->name);
         record != nullptr && ended_ok(record->outcome) && identity != job.identities.end()) {
@@ -275,7 +266,7 @@ std::vector<PublishImage> publish_images(const PublishJob& job, const PublishTar
       }
     }
     for (const Stage* guard : guarding_smoke_stages(job.chain, *stage)) {
-      if (record_of(job.record, guard->name) == nullptr) {
+      if (job.record.find_stage(guard->name) == nullptr) {
         image.untested.push_back(guard->name);
       }
     }

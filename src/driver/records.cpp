@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <system_error>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -115,13 +116,17 @@ void mark_critical_path(RunRecord& run) {
   }
 }
 
-StageRecord* RunRecord::find_stage(const std::string& name) {
-  for (auto& stage : stages) {
+const StageRecord* RunRecord::find_stage(const std::string& name) const {
+  for (const auto& stage : stages) {
     if (stage.name == name) {
       return &stage;
     }
   }
   return nullptr;
+}
+
+StageRecord* RunRecord::find_stage(const std::string& name) {
+  return const_cast<StageRecord*>(std::as_const(*this).find_stage(name));
 }
 
 Json stage_json(const StageRecord& s) {

@@ -195,6 +195,7 @@ struct RunRecord {
   std::vector<PublishRecord> published;
 
   StageRecord* find_stage(const std::string& name);
+  const StageRecord* find_stage(const std::string& name) const;
 };
 
 std::string manifest_json(const RunRecord& run);

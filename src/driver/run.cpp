@@ -260,6 +260,7 @@ void Run::stage_ended(size_t index, const StageResult& result) {
   stage_ended_event(record, record.failure);
   m_scheduler->finish(index, result.end == StageEnd::ok);
   record_skipped();
+  start_tag_moves();
   save();
 }
 

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -79,10 +80,21 @@ private:
   /// The job budget the running stages share: the memory-bounded budget of the host.
   std::optional<Budget> run_budget();
 
-  // What follows the last stage (run_finish.cpp).
-  /// Point each ok stage's stable name at its image when every smoke stage that guards it
-  /// passed in this run, and say in its record why not otherwise.
+  // Stable names (run_finish.cpp).
+  /// Start moving the stable name of each stage that may move now: it ended ok, every smoke
+  /// stage that guards it passed, the run was not interrupted. Later stages build meanwhile.
+  /// m_mutex held.
+  void start_tag_moves();
+  /// Point `stage`'s stable name at `identity` and record how that went. On a thread of its own.
+  void move_tag(const Stage& stage, const std::string& identity);
+  /// The smoke stages that guard `stage` and did not pass in this run, each with where it stands.
+  /// m_mutex held.
+  std::vector<std::string> guards_not_passed(const Stage& stage) const;
+  /// After the last stage: wait for the moves started, and say in each other ok stage's record
+  /// why its stable name stays where it was.
   void move_stable_tags();
+
+  // What follows the last stage (run_finish.cpp).
   /// Publish what the chain publishes (publish.h), each target as one transaction, when this
   /// run built its final stage.
   void publish_all(const std::vector<const Stage*>& stages);
@@ -154,6 +166,10 @@ private:
 
   std::mutex m_phase_mutex; // the sampler's phase: set from the builds' progress
   std::map<std::string, std::string> m_phases;
+
+  /// The stable-name moves started, by stage (start_tag_moves, under m_mutex). Declared last:
+  /// destroying it waits for the moves, which use everything above.
+  std::map<std::string, std::future<void>> m_tag_moves;
 };
 
 } // namespace kiln

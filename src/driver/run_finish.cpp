@@ -12,47 +12,80 @@
 
 namespace kiln {
 
-void Run::move_stable_tags() {
-  for (size_t i = 0; i < m_stages->size(); ++i) {
-    const Stage& stage = *(*m_stages)[i];
-    StageRecord& record = *m_record.find_stage(stage.name);
-    auto identity = m_identities.find(stage.name);
-    if (record.status != "ok" || identity == m_identities.end()) {
+std::vector<std::string> Run::guards_not_passed(const Stage& stage) const {
+  std::vector<std::string> untested;
+  for (const Stage* guard : guarding_smoke_stages(m_chain, stage)) {
+    const StageRecord* ran = m_record.find_stage(guard->name);
+    if (ran == nullptr) {
+      untested.push_back(guard->name + " did not run in this run");
+    } else if (ran->status != "ok") {
+      untested.push_back(fmt::format(
+          "{} {}", guard->name, ran->outcome.empty() ? "has not ended" : "ended " + ran->outcome));
+    }
+  }
+  return untested;
+}
+
+void Run::start_tag_moves() {
+  if (m_interrupted || interrupt_signal() != 0 || m_cancel.cancelled()) {
+    return;
+  }
+  for (const Stage* stage : *m_stages) {
+    const StageRecord& record = *m_record.find_stage(stage->name);
+    auto identity = m_identities.find(stage->name);
+    if (record.status != "ok" || identity == m_identities.end() ||
+        m_tag_moves.count(stage->name) != 0 || !guards_not_passed(*stage).empty()) {
       continue;
     }
-    if (m_interrupted || interrupt_signal() != 0) {
-      // Whoever stopped the run stopped what it would ship; a tag command would not start either.
-      record.tag_held = "the run was interrupted";
-      m_folder.log(fmt::format("stage {}: {} stays where it was: {}", stage.name, stage.tag,
-                               record.tag_held));
-      continue;
-    }
-    std::vector<std::string> untested;
-    for (const Stage* guard : guarding_smoke_stages(m_chain, stage)) {
-      const StageRecord* ran = m_record.find_stage(guard->name);
-      if (ran == nullptr || ran->status != "ok") {
-        untested.push_back(
-            fmt::format("{} {}", guard->name,
-                        ran == nullptr ? "did not run in this run" : "ended " + ran->outcome));
-      }
-    }
-    if (!untested.empty()) {
-      record.tag_held = "a smoke stage that needs it did not pass: " + join(untested, ", ");
-      m_folder.log(fmt::format("stage {}: {} stays where it was: {}", stage.name, stage.tag,
-                               record.tag_held));
-      continue;
-    }
-    if (auto moved = m_engine.move_tag(identity->second, stage.tag); !moved) {
-      record.tag_held = moved.error();
-      m_folder.log(fmt::format("stage {}: warning: {} was not moved: {}", stage.name, stage.tag,
-                               moved.error()));
-      continue;
-    }
+    m_tag_moves.emplace(stage->name, std::async(std::launch::async, &Run::move_tag, this,
+                                                std::cref(*stage), identity->second));
+  }
+}
+
+void Run::move_tag(const Stage& stage, const std::string& identity) {
+  auto moved = m_engine.move_tag(identity, stage.tag);
+  std::lock_guard held(m_mutex);
+  StageRecord& record = *m_record.find_stage(stage.name);
+  if (moved) {
     record.tag_moved = m_engine.name() == "buildah";
     if (record.tag_moved) {
-      m_folder.log(
-          fmt::format("stage {}: {} now names {}", stage.name, stage.tag, identity->second));
+      m_folder.log(fmt::format("stage {}: {} now names {}", stage.name, stage.tag, identity));
     }
+  } else if (interrupt_signal() != 0) {
+    // Ctrl-C reached the tag command too: a reason, not a fault.
+    record.tag_held = "the run was interrupted";
+    m_folder.log(
+        fmt::format("stage {}: {} stays where it was: {}", stage.name, stage.tag, record.tag_held));
+  } else {
+    record.tag_held = moved.error();
+    m_folder.log(fmt::format("stage {}: warning: {} was not moved: {}", stage.name, stage.tag,
+                             moved.error()));
+  }
+  save();
+}
+
+void Run::move_stable_tags() {
+  // Every stage has ended: what could move has started moving.
+  for (auto& [stage, move] : m_tag_moves) {
+    move.get();
+  }
+  std::lock_guard held(m_mutex);
+  for (const Stage* stage : *m_stages) {
+    StageRecord& record = *m_record.find_stage(stage->name);
+    if (record.status != "ok" || m_identities.count(stage->name) == 0 ||
+        m_tag_moves.count(stage->name) != 0) {
+      continue;
+    }
+    std::vector<std::string> untested = guards_not_passed(*stage);
+    if (m_interrupted || interrupt_signal() != 0) {
+      record.tag_held = "the run was interrupted";
+    } else if (!untested.empty()) {
+      record.tag_held = "a smoke stage that needs it did not pass: " + join(untested, ", ");
+    } else {
+      record.tag_held = "the run was " + stop_cause();
+    }
+    m_folder.log(fmt::format("stage {}: {} stays where it was: {}", stage->name, stage->tag,
+                             record.tag_held));
   }
   save();
 }
