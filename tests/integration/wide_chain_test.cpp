@@ -88,6 +88,26 @@ TEST(WideChain, IndependentBranchesBuildAtOnceAndAFailedOneSkipsOnlyTheMerge) {
   EXPECT_NE(run.output.find("[merge] skipped: it needs b4, which did not succeed"),
             std::string::npos)
       << run.output;
+
+  // Each stable name moved as its stage ended, not after the run: base's while the branches
+  // built, before any of them ended; a branch's after its own end. The failed run takes none back.
+  std::string log = dir.read("records/latest/driver.log");
+  auto moved = [&](const std::string& stage) {
+    return log.find("stage " + stage + ": " +
+                    stage_named(manifest, stage)["tag"].get<std::string>() + " now names ");
+  };
+  ASSERT_NE(moved("base"), std::string::npos) << log;
+  for (const auto& branch : k_branches) {
+    if (branch == "b4") {
+      continue;
+    }
+    auto ended = log.find("stage " + branch + ": attempt 1/1 ok in ");
+    ASSERT_NE(ended, std::string::npos) << log;
+    EXPECT_LT(moved("base"), ended) << log;
+    EXPECT_GT(moved(branch), ended) << log;
+    EXPECT_TRUE(stage_named(manifest, branch)["tag_moved"].get<bool>()) << branch;
+  }
+  EXPECT_FALSE(stage_named(manifest, "merge")["tag_moved"].get<bool>());
 }
 
 TEST(WideChain, CtrlCStopsEveryBranchAndLeavesNoEngineProcess) {
