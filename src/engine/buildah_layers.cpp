@@ -26,12 +26,9 @@ namespace fs = std::filesystem;
 /// near this.
 constexpr uint64_t k_store_index_limit = 512ull << 20;
 
-tl::expected<BuildahStorePlace, std::string> ask_store_place() {
-  CapturedRun info = run_captured({"buildah", "info"});
-  if (!info.exit.ok()) {
-    return tl::unexpected("buildah info failed: " + info.failure());
-  }
-  auto place = parse_buildah_info(info.output);
+/// Where the store is, from what `buildah info` printed, if kiln can read it in place.
+tl::expected<BuildahStorePlace, std::string> readable_place(const std::string& info) {
+  auto place = parse_buildah_info(info);
   if (place && place->driver != "overlay" && place->driver != "vfs") {
     return tl::unexpected(fmt::format("buildah's store uses the {} driver at {}; kiln reads "
                                       "images in place from overlay and vfs stores only",
@@ -41,19 +38,21 @@ tl::expected<BuildahStorePlace, std::string> ask_store_place() {
   return place;
 }
 
-/// Where the store is does not change while kiln runs: asked once, the answer is kept.
+/// Where the store is does not change while kiln runs: buildah's answer is kept, a store kiln
+/// cannot read in place included. A buildah that failed is asked again next time.
 tl::expected<BuildahStorePlace, std::string> store_place() {
   static std::mutex mutex;
-  static std::optional<BuildahStorePlace> known;
+  static std::optional<tl::expected<BuildahStorePlace, std::string>> known;
   std::lock_guard lock(mutex);
   if (known) {
     return *known;
   }
-  auto place = ask_store_place();
-  if (place) {
-    known = *place;
+  CapturedRun info = run_captured({"buildah", "info"});
+  if (!info.exit.ok()) {
+    return tl::unexpected("buildah info failed: " + info.failure());
   }
-  return place;
+  known = readable_place(info.output);
+  return *known;
 }
 
 using Index = std::shared_ptr<const json>;
