@@ -1,6 +1,7 @@
 #include "driver/run.h"
 
 #include <cstdlib>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -11,6 +12,17 @@
 #include "util/strings.h"
 
 namespace kiln {
+
+namespace {
+
+/// Record and log why `stage`'s stable name stays where it was.
+void hold_tag(RunFolder& folder, const Stage& stage, StageRecord& record, std::string why) {
+  record.tag_held = std::move(why);
+  folder.log(
+      fmt::format("stage {}: {} stays where it was: {}", stage.name, stage.tag, record.tag_held));
+}
+
+} // namespace
 
 std::vector<std::string> Run::guards_not_passed(const Stage& stage) const {
   std::vector<std::string> untested;
@@ -53,9 +65,7 @@ void Run::move_tag(const Stage& stage, const std::string& identity) {
     }
   } else if (interrupt_signal() != 0) {
     // Ctrl-C reached the tag command too: a reason, not a fault.
-    record.tag_held = "the run was interrupted";
-    m_folder.log(
-        fmt::format("stage {}: {} stays where it was: {}", stage.name, stage.tag, record.tag_held));
+    hold_tag(m_folder, stage, record, "the run was interrupted");
   } else {
     record.tag_held = moved.error();
     m_folder.log(fmt::format("stage {}: warning: {} was not moved: {}", stage.name, stage.tag,
@@ -77,15 +87,15 @@ void Run::move_stable_tags() {
       continue;
     }
     std::vector<std::string> untested = guards_not_passed(*stage);
+    std::string why;
     if (m_interrupted || interrupt_signal() != 0) {
-      record.tag_held = "the run was interrupted";
+      why = "the run was interrupted";
     } else if (!untested.empty()) {
-      record.tag_held = "a smoke stage that needs it did not pass: " + join(untested, ", ");
+      why = "a smoke stage that needs it did not pass: " + join(untested, ", ");
     } else {
-      record.tag_held = "the run was " + stop_cause();
+      why = "the run was " + stop_cause();
     }
-    m_folder.log(fmt::format("stage {}: {} stays where it was: {}", stage->name, stage->tag,
-                             record.tag_held));
+    hold_tag(m_folder, *stage, record, std::move(why));
   }
   save();
 }
