@@ -91,7 +91,7 @@ Budget budget_share(const Budget& whole, int slots, std::optional<double> mem_pe
 }
 
 std::string budget_file_text(const Budget& b) {
-  return fmt::format("JOBS={}\nMEMORY_LIMIT_GB={:.1f}\n", b.jobs, b.memory_limit_gb);
+  return fmt::format("export JOBS={}\nexport MEMORY_LIMIT_GB={:.1f}\n", b.jobs, b.memory_limit_gb);
 }
 
 } // namespace kiln

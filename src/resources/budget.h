@@ -41,8 +41,9 @@ Budget job_budget(const MemInfo& mem, int cores, std::optional<double> host_rese
 /// building at once adds up to no more than `whole`'s.
 Budget budget_share(const Budget& whole, int slots, std::optional<double> mem_per_job_gb);
 
-/// `JOBS=<n>\nMEMORY_LIMIT_GB=<limit, 1 decimal>\n`: a Dockerfile mounts it as a secret, so
-/// the budget of the host that builds never becomes part of a layer's cache key.
+/// `export JOBS=<n>\nexport MEMORY_LIMIT_GB=<limit, 1 decimal>\n`: a Dockerfile mounts it as a
+/// secret, so the budget of the host that builds never becomes part of a layer's cache key.
+/// Exported, so what the sourcing shell starts (`sh -c`, a compiler launcher) sees them too.
 std::string budget_file_text(const Budget& b);
 
 } // namespace kiln

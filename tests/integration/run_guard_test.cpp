@@ -79,7 +79,8 @@ TEST(RunResources, DemoSamplesEveryPhaseAndOffersTheBudget) {
   std::string libs_log =
       dir.read("records/latest/" + manifest["stages"][2]["attempts"][0]["log"].get<std::string>());
   EXPECT_NE(libs_log.find("compiling with 1 job(s) of a"), std::string::npos) << libs_log;
-  EXPECT_EQ(dir.read("records/budget/libs.env").rfind("JOBS=1\nMEMORY_LIMIT_GB=", 0), 0u);
+  EXPECT_EQ(dir.read("records/budget/libs.env").rfind("export JOBS=1\nexport MEMORY_LIMIT_GB=", 0),
+            0u);
   EXPECT_EQ(manifest["stages"][2]["command"].get<std::string>().find("JOBS"), std::string::npos);
 
   // Every stage had its floor checked and at least one watchdog sample.

@@ -512,7 +512,7 @@ TEST(Budget, DivisionThatIsExactInDecimalFloorsRight) {
 
 TEST(Budget, FileText) {
   Budget b = job_budget(ram_gb(18), 8, 4.0, std::nullopt, 4, std::nullopt);
-  EXPECT_EQ(budget_file_text(b), "JOBS=3\nMEMORY_LIMIT_GB=14.0\n");
+  EXPECT_EQ(budget_file_text(b), "export JOBS=3\nexport MEMORY_LIMIT_GB=14.0\n");
 }
 
 } // namespace
