@@ -40,10 +40,13 @@ void Loader::read_lane(const toml::table& table) {
     }
   }
   if (const auto* platform = get<std::string>(table, where, "platform")) {
-    lane.platform = platform->get();
-    if (!is_platform_shape(lane.platform)) {
-      error(pos(*platform), fmt::format("platform '{}' is not a platform", lane.platform),
-            "write os/arch[/variant], e.g. \"linux/arm64\"");
+    auto normal = normalize_platform(platform->get());
+    if (normal) {
+      lane.platform = *normal;
+    } else {
+      lane.platform = platform->get();
+      error(pos(*platform), fmt::format("platform '{}' {}", lane.platform, normal.error()),
+            "write os/arch[/variant], e.g. \"linux/arm64\" or \"linux/amd64/v3\"");
     }
   }
   if (const auto* host = get<std::string>(table, where, "host")) {

@@ -7,6 +7,8 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -46,20 +48,73 @@ bool is_stage_target(std::string_view target) {
          });
 }
 
-bool is_platform_shape(std::string_view platform) {
-  std::vector<std::string> parts = split(platform, '/');
-  return (parts.size() == 2 || parts.size() == 3) &&
-         std::all_of(parts.begin(), parts.end(), [](const std::string& part) {
-           return !part.empty() && part[0] != '-' &&
-                  std::all_of(part.begin(), part.end(), [](char c) {
-                    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' ||
-                           c == '-';
-                  });
-         });
+tl::expected<std::string, std::string> normalize_platform(std::string_view platform) {
+  std::vector<std::string> parts = split(lower(platform), '/');
+  if ((parts.size() != 2 && parts.size() != 3) ||
+      std::any_of(parts.begin(), parts.end(), [](const std::string& part) {
+        return part.empty() || part[0] == '-' || !std::all_of(part.begin(), part.end(), [](char c) {
+                 return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' ||
+                        c == '-';
+               });
+      })) {
+    return tl::unexpected(std::string("is not a platform"));
+  }
+  // Go's GOOS and GOARCH: what an image's config can name.
+  static const std::set<std::string> k_os = {
+      "aix",   "android", "darwin",  "dragonfly", "freebsd", "illumos", "ios",    "js",
+      "linux", "netbsd",  "openbsd", "plan9",     "solaris", "wasip1",  "windows"};
+  static const std::set<std::string> k_arch = {
+      "386",    "amd64",    "arm",   "arm64",   "loong64", "mips",  "mipsle",
+      "mips64", "mips64le", "ppc64", "ppc64le", "riscv64", "s390x", "wasm"};
+  std::string os = parts[0] == "macos" ? "darwin" : parts[0];
+  std::string arch = parts[1];
+  std::string variant = parts.size() == 3 ? parts[2] : "";
+  if (arch == "i386") {
+    arch = "386";
+  } else if (arch == "x86_64" || arch == "x86-64") {
+    arch = "amd64";
+  } else if (arch == "aarch64") {
+    arch = "arm64";
+  } else if (arch == "armhf" && variant.empty()) {
+    arch = "arm";
+    variant = "v7";
+  } else if (arch == "armel" && variant.empty()) {
+    arch = "arm";
+    variant = "v6";
+  }
+  if (k_os.count(os) == 0) {
+    return tl::unexpected(fmt::format("names the os '{}', which no engine builds for", os));
+  }
+  if (k_arch.count(arch) == 0) {
+    return tl::unexpected(
+        fmt::format("names the architecture '{}', which no engine builds for", arch));
+  }
+  if (!variant.empty() && variant[0] != 'v') {
+    variant = "v" + variant;
+  }
+  // The variants engines select by: x86-64 microarchitecture levels, ARM architecture versions.
+  static const std::map<std::string, std::set<std::string>> k_variants = {
+      {"amd64", {"v1", "v2", "v3", "v4"}},
+      {"arm", {"v5", "v6", "v7", "v8"}},
+      {"arm64",
+       {"v8", "v8.1", "v8.2", "v8.3", "v8.4", "v8.5", "v8.6", "v8.7", "v8.8", "v8.9", "v9", "v9.1",
+        "v9.2", "v9.3", "v9.4", "v9.5"}}};
+  if (!variant.empty()) {
+    auto known = k_variants.find(arch);
+    if (known == k_variants.end() || known->second.count(variant) == 0) {
+      return tl::unexpected(
+          fmt::format("names the variant '{}', which {} does not have", variant, arch));
+    }
+  }
+  if ((arch == "amd64" && variant == "v1") || (arch == "arm64" && variant == "v8")) {
+    variant.clear(); // the baseline: what the platform without a variant means
+  }
+  return os + "/" + arch + (variant.empty() ? "" : "/" + variant);
 }
 
 std::string host_address_problem(std::string_view host) {
-  if (host.find("://") == std::string_view::npos) {
+  size_t scheme_end = host.find("://");
+  if (scheme_end == std::string_view::npos) {
     return "has no scheme";
   }
   if (host.front() == '-') {
@@ -68,6 +123,31 @@ std::string host_address_problem(std::string_view host) {
   if (std::any_of(host.begin(), host.end(),
                   [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; })) {
     return "holds white space";
+  }
+  std::string_view scheme = host.substr(0, scheme_end);
+  std::string_view rest = host.substr(scheme_end + 3);
+  if (rest.empty()) {
+    return "names no address after " + std::string(scheme) + "://";
+  }
+  if (scheme == "unix" && rest.front() != '/') {
+    return "names no absolute socket path";
+  }
+  if (scheme == "tcp") {
+    // host:port, the host a name, an IPv4 address or a bracketed IPv6 one.
+    size_t colon = rest.rfind(':');
+    if (colon == std::string_view::npos || (rest.front() == '[' && rest[colon - 1] != ']')) {
+      return "has no port";
+    }
+    std::string_view name = rest.substr(0, colon);
+    std::string_view port = rest.substr(colon + 1);
+    if (name.empty() || name == "[]") {
+      return "has no host before its port";
+    }
+    if (port.empty() || port.size() > 5 ||
+        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        std::stoi(std::string(port)) < 1 || std::stoi(std::string(port)) > 65535) {
+      return fmt::format("has the port '{}', not one of 1-65535", port);
+    }
   }
   return {};
 }

@@ -92,9 +92,12 @@ inline constexpr std::string_view k_identifier_rule =
 bool is_lower_name(std::string_view name, bool digit_first);
 /// A Dockerfile stage name as `--target` takes it: BuildKit's `^[a-z][a-z0-9-_.]*$`, any case.
 bool is_stage_target(std::string_view target);
-/// `os/arch[/variant]`, each part letters, digits, '_', '.' or '-' and not starting with '-'.
-bool is_platform_shape(std::string_view platform);
-/// What is wrong with a daemon address an engine gets as an argv word, "" when nothing.
+/// `os/arch[/variant]` as containerd normalises it (lower case; `x86_64` is `amd64`, `aarch64`
+/// `arm64`, `armhf` `arm/v7`; a variant that is the arch's baseline dropped), or what is wrong:
+/// not that shape, an os or architecture Go does not name, a variant its architecture lacks.
+tl::expected<std::string, std::string> normalize_platform(std::string_view platform);
+/// What is wrong with a daemon address an engine gets as an argv word, "" when nothing: the
+/// shape buildctl dials (unix:// with a path, tcp:// with a host and a port of 1-65535).
 std::string host_address_problem(std::string_view host);
 bool is_secret_id(std::string_view id);
 /// How a chain file's value reads in a message: "a string", "an integer", ...

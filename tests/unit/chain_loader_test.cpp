@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "chain/loader.h"
 #include "chain/plan.h"
 #include "dockerfile/source.h"
 #include "lint/lint.h"
@@ -681,6 +682,58 @@ TEST(LoadChain, LaneSelectionsNameAStageInEveryLaneOrInOne) {
   auto unknown = select_stages(*chain, {{}, "", {"amd46"}});
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error(), "unknown lane 'amd46' in --lane (did you mean 'amd64'?)");
+}
+
+TEST(LoadChain, LanePlatformsAreNormalisedAndAddressesCheckedWhole) {
+  Diagnostics errors = load_errors("lanes_addresses");
+  std::string file = chain_file("lanes_addresses");
+  EXPECT_EQ(errors.size(), 7u) << describe(errors);
+  expect_diagnostic(errors, file, 12, 8,
+                    "lane host 'tcp://10.0.0.5:99999' has the port '99999', not one of 1-65535",
+                    "tcp://host:port");
+  expect_diagnostic(errors, file, 17, 8, "lane host 'tcp://builder.example' has no port");
+  expect_diagnostic(errors, file, 21, 12,
+                    "platform 'linux/amd64/v9' names the variant 'v9', which amd64 does not have",
+                    "linux/amd64/v3");
+  expect_diagnostic(errors, file, 22, 8, "lane host 'unix://' names no address after unix://");
+  expect_diagnostic(errors, file, 26, 12,
+                    "platform 'plan8/arm64' names the os 'plan8', which no engine builds for");
+  expect_diagnostic(errors, file, 27, 8,
+                    "lane host 'unix://run/buildkitd.sock' names no absolute socket path");
+  expect_diagnostic(
+      errors, file, 31, 12,
+      "platform 'linux/z80' names the architecture 'z80', which no engine builds for");
+}
+
+TEST(LoadChain, PlatformsReadAsContainerdNormalisesThem) {
+  using chain_loading::normalize_platform;
+  EXPECT_EQ(normalize_platform("Linux/AMD64/v3"), "linux/amd64/v3");
+  EXPECT_EQ(normalize_platform("linux/x86_64"), "linux/amd64");
+  EXPECT_EQ(normalize_platform("linux/amd64/v1"), "linux/amd64");
+  EXPECT_EQ(normalize_platform("linux/aarch64/8"), "linux/arm64");
+  EXPECT_EQ(normalize_platform("linux/arm64/v8.2"), "linux/arm64/v8.2");
+  EXPECT_EQ(normalize_platform("linux/armhf"), "linux/arm/v7");
+  EXPECT_EQ(normalize_platform("linux/i386"), "linux/386");
+  EXPECT_EQ(normalize_platform("macos/arm64"), "darwin/arm64");
+  EXPECT_EQ(normalize_platform("linux/s390x"), "linux/s390x");
+  EXPECT_EQ(normalize_platform("arm64").error(), "is not a platform");
+  EXPECT_EQ(normalize_platform("linux/s390x/v2").error(),
+            "names the variant 'v2', which s390x does not have");
+}
+
+TEST(LoadChain, DaemonAddressesAreCheckedWhole) {
+  using chain_loading::host_address_problem;
+  for (const char* good :
+       {"unix:///run/buildkit/buildkitd.sock", "tcp://10.0.0.5:1234", "tcp://builder.example:443",
+        "tcp://[::1]:1234", "docker-container://buildkitd", "kube-pod://buildkitd-0"}) {
+    EXPECT_EQ(host_address_problem(good), "") << good;
+  }
+  EXPECT_EQ(host_address_problem("tcp://10.0.0.5:0"), "has the port '0', not one of 1-65535");
+  EXPECT_EQ(host_address_problem("tcp://10.0.0.5:"), "has the port '', not one of 1-65535");
+  EXPECT_EQ(host_address_problem("tcp://:1234"), "has no host before its port");
+  EXPECT_EQ(host_address_problem("tcp://[::1]"), "has no port");
+  EXPECT_EQ(host_address_problem("tcp://10.0.0.5:12a"), "has the port '12a', not one of 1-65535");
+  EXPECT_EQ(host_address_problem("tcp://10.0.0.5:1234 "), "holds white space");
 }
 
 TEST(LoadChain, LaneErrorsNameTheLineAndTheFix) {
