@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -29,6 +30,11 @@ bool is_lower_alnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
+/// What a target, a platform part or a secret id may hold: letters, digits, '_', '.' and '-'.
+bool is_name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+}
+
 } // namespace
 
 // Chain and stage names end up in image tags and build-context names, which are lower case.
@@ -43,19 +49,15 @@ bool is_lower_name(std::string_view name, bool digit_first) {
 
 bool is_stage_target(std::string_view target) {
   return !target.empty() && std::isalnum(static_cast<unsigned char>(target[0])) &&
-         std::all_of(target.begin(), target.end(), [](char c) {
-           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
-         });
+         std::all_of(target.begin(), target.end(), is_name_char);
 }
 
 tl::expected<std::string, std::string> normalize_platform(std::string_view platform) {
   std::vector<std::string> parts = split(lower(platform), '/');
   if ((parts.size() != 2 && parts.size() != 3) ||
       std::any_of(parts.begin(), parts.end(), [](const std::string& part) {
-        return part.empty() || part[0] == '-' || !std::all_of(part.begin(), part.end(), [](char c) {
-                 return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' ||
-                        c == '-';
-               });
+        return part.empty() || part[0] == '-' ||
+               !std::all_of(part.begin(), part.end(), is_name_char);
       })) {
     return tl::unexpected(std::string("is not a platform"));
   }
@@ -143,9 +145,10 @@ std::string host_address_problem(std::string_view host) {
     if (name.empty() || name == "[]") {
       return "has no host before its port";
     }
-    if (port.empty() || port.size() > 5 ||
-        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-        std::stoi(std::string(port)) < 1 || std::stoi(std::string(port)) > 65535) {
+    int number = 0;
+    auto [end, failed] = std::from_chars(port.data(), port.data() + port.size(), number);
+    if (port.empty() || failed != std::errc() || end != port.data() + port.size() || number < 1 ||
+        number > 65535) {
       return fmt::format("has the port '{}', not one of 1-65535", port);
     }
   }
@@ -153,9 +156,7 @@ std::string host_address_problem(std::string_view host) {
 }
 
 bool is_secret_id(std::string_view id) {
-  return !id.empty() && std::all_of(id.begin(), id.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
-  });
+  return !id.empty() && std::all_of(id.begin(), id.end(), is_name_char);
 }
 
 std::string_view type_name(const toml::node& node) {
