@@ -164,6 +164,10 @@ struct Stage {
   std::filesystem::path context;    // absolute
   std::string target;               // empty: the Dockerfile's last stage
   std::string tag;                  // image name the stage is tagged with
+  /// Whether a run moves `tag` to the stage's image once it passed. A smoke stage's image is a
+  /// test run that nothing builds on or publishes: it keeps its work name only, unless the chain
+  /// file writes its `tag`, and no run pays a buildah call to name it.
+  bool stable_name = true;
   std::vector<std::string> needs;
   std::vector<SourcePos> needs_pos; // one per entry of needs
   KeyValues build_args;             // from the chain file, in file order

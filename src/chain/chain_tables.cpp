@@ -546,6 +546,7 @@ void Loader::read_stage(const toml::table& table) {
             "write kind = \"build\" (the default) or kind = \"smoke\"");
     }
   }
+  stage.stable_name = stage.kind == StageKind::build || table.contains("tag");
   if (const auto* gate = get<bool>(table, where, "gate_image_env")) {
     stage.gate_image_env = gate->get();
   }

@@ -45,7 +45,7 @@ void Run::start_tag_moves() {
   for (const Stage* stage : *m_stages) {
     const StageRecord& record = *m_record.find_stage(stage->name);
     auto identity = m_identities.find(stage->name);
-    if (record.status != "ok" || identity == m_identities.end() ||
+    if (!stage->stable_name || record.status != "ok" || identity == m_identities.end() ||
         m_tag_moves.count(stage->name) != 0 || !guards_not_passed(*stage).empty()) {
       continue;
     }
@@ -82,7 +82,7 @@ void Run::move_stable_tags() {
   std::lock_guard held(m_mutex);
   for (const Stage* stage : *m_stages) {
     StageRecord& record = *m_record.find_stage(stage->name);
-    if (record.status != "ok" || m_identities.count(stage->name) == 0 ||
+    if (!stage->stable_name || record.status != "ok" || m_identities.count(stage->name) == 0 ||
         m_tag_moves.count(stage->name) != 0) {
       continue;
     }

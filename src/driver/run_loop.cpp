@@ -267,7 +267,7 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     StageRecord s;
     s.name = stages[i]->name;
     s.lane = chain.lanes.empty() ? std::string() : stages[i]->lane;
-    s.tag = stages[i]->tag;
+    s.tag = stages[i]->stable_name ? stages[i]->tag : std::string();
     // BuildKit builds into the stage's OCI layout: no name of the host's holds the image.
     s.work_tag = engine.name() == "buildah" ? requests[i].tag : std::string();
     s.min_compile_requests = stages[i]->min_compile_requests;

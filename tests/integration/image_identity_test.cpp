@@ -40,6 +40,13 @@ std::string file_in_image(const std::string& image, const std::string& path) {
   return text ? *text : text.error();
 }
 
+/// The id of the image `name` names in buildah's store, empty when it names none.
+std::string image_id_of(const std::string& name) {
+  CapturedRun inspected = run_captured(
+      {"buildah", "inspect", "--type", "image", "--format", "{{.FromImageID}}", "--", name});
+  return inspected.exit.ok() ? std::string(trim(inspected.output)) : std::string();
+}
+
 const json* stage_named(const json& manifest, const std::string& name) {
   for (const auto& stage : manifest["stages"]) {
     if (stage["name"] == name) {
@@ -100,6 +107,15 @@ TEST(ImageIdentity, TwoCheckoutsOfOneChainRunningAtOnceNeverSeeEachOthersImages)
   // The stable name of the base is the last green run's: A's, which ended last.
   EXPECT_EQ(file_in_image((*a_base)["tag"], "/etc/hello-release"),
             "hello-base A-" + a.nonce() + "\n");
+  // A smoke stage's image is a test run: each checkout's keeps its work name, and no stable
+  // name is moved to either.
+  for (const json* run : {&a_run, &b_run}) {
+    const json* smoke = stage_named(*run, "smoke");
+    EXPECT_EQ((*smoke)["tag"], "");
+    EXPECT_FALSE((*smoke)["tag_moved"].get<bool>());
+    EXPECT_EQ(image_id_of((*smoke)["work_tag"]), (*smoke)["image_id"]);
+  }
+  EXPECT_EQ(image_id_of("localhost/" + chain + "-smoke:latest"), "");
 }
 
 /// A final image the residue gate refused is withdrawn: a later run that needs it finds no

@@ -198,6 +198,29 @@ TEST(LoadChain, FillsDefaults) {
   EXPECT_TRUE(chain->stages[0].declared_args.empty());
 }
 
+TEST(LoadChain, ASmokeStageKeepsAStableNameOnlyWhenTheFileWritesIt) {
+  testing::TempDir dir;
+  dir.write("app.Dockerfile", "FROM scratch\n");
+  dir.write("smoke.Dockerfile", "FROM app\n");
+  auto chain_with = [&](const std::string& smoke_tag) {
+    return load_chain(dir.write("chain.toml", "[chain]\nname = \"s\"\n"
+                                              "[[stage]]\nname = \"app\"\n"
+                                              "dockerfile = \"app.Dockerfile\"\n"
+                                              "[[stage]]\nname = \"smoke\"\nkind = \"smoke\"\n"
+                                              "dockerfile = \"smoke.Dockerfile\"\n"
+                                              "needs = [\"app\"]\n" +
+                                                  smoke_tag));
+  };
+  auto plain = chain_with("");
+  ASSERT_TRUE(plain) << describe(plain.error());
+  EXPECT_TRUE(plain->stages[0].stable_name);
+  EXPECT_FALSE(plain->stages[1].stable_name);
+  EXPECT_EQ(plain->stages[1].tag, "localhost/s-smoke:latest") << "the root of its work name";
+  auto named = chain_with("tag = \"localhost/s-checked:latest\"\n");
+  ASSERT_TRUE(named) << describe(named.error());
+  EXPECT_TRUE(named->stages[1].stable_name);
+}
+
 TEST(LoadChain, RelativeChainPathResolvesAgainstItsFolder) {
   fs::path previous = fs::current_path();
   fs::current_path(k_chains);
