@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <tl/expected.hpp>
 
@@ -25,6 +26,20 @@ struct BuildahStorePlace {
 
 /// Parse `buildah info` output (warnings printed before the JSON are passed over).
 tl::expected<BuildahStorePlace, std::string> parse_buildah_info(std::string_view text);
+
+/// What kiln reads of one entry of the store's images index (`<driver>-images/images.json`) or
+/// layers index (`<driver>-layers/layers.json`); a key that is absent or not a string is "".
+struct StoreIndexEntry {
+  std::string id;
+  std::vector<std::string> names; // an image's names
+  std::string layer;              // an image's top layer
+  std::string parent;             // a layer's parent
+  std::string diff_digest;        // a layer's uncompressed digest
+};
+
+/// Parse one of the store's indexes (a JSON array of objects; entries that are not objects are
+/// passed over). nullopt when `text` is not such an array.
+std::optional<std::vector<StoreIndexEntry>> parse_store_index(std::string_view text);
 
 /// The config blob of image `image_id` (with or without `sha256:`), read in place from the
 /// store at `place`: the store keeps it under its digest, which is the image's id, and it is

@@ -1,6 +1,7 @@
 // What kiln reads of buildah's store: `buildah images --json`, `buildah info`, `buildah
-// inspect`, a config blob read in place and `buildah rmi` output. Every input goes to every
-// reader, with buildah's warnings possibly ahead of the JSON, as the shared pipe delivers them.
+// inspect`, a config blob and the images and layers indexes read in place, and `buildah rmi`
+// output. Every input goes to every reader, with buildah's warnings possibly ahead of the JSON,
+// as the shared pipe delivers them.
 #include <nlohmann/json.hpp>
 
 #include "disk/buildah_output.h"
@@ -36,6 +37,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (auto steps = parse_config_steps(text)) {
     check_steps(*steps);
+  }
+  if (auto entries = parse_store_index(text)) {
+    for (const StoreIndexEntry& entry : *entries) {
+      FUZZ_CHECK(entry.id.size() <= size && entry.names.size() <= size);
+    }
   }
   BuildahRemoval removal;
   read_buildah_removal(text, removal);

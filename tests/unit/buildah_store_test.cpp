@@ -107,6 +107,41 @@ TEST(BuildahStoreParse, TheStoreRootIsBuildahInfosGraphRoot) {
   EXPECT_EQ(parse_buildah_info("{\"store\": {}}").error(), "buildah info names no store.GraphRoot");
 }
 
+TEST(BuildahStoreParse, TheStoreIndexesGiveNamesTopLayersAndTheLayerChain) {
+  auto images = parse_store_index(slurp(k_fixtures / "store-index" / "images.json"));
+  ASSERT_TRUE(images);
+  ASSERT_EQ(images->size(), 2u);
+  EXPECT_TRUE((*images)[0].names.empty());
+  const StoreIndexEntry& named = (*images)[1];
+  EXPECT_EQ(named.id, "cf262930bdb86ab7721b8415517c4ab3367162fbc96d3c3a6142290bf0d4535c");
+  EXPECT_EQ(named.names, std::vector<std::string>{"localhost/t602546555-base:latest-kiln-c5313f76"})
+      << "names-history is not names";
+  EXPECT_EQ(named.layer, "34872f4ed5c2339ffe8ea2c58685435c0c92bf2f319a6015b7aaad91118a05b5");
+
+  auto layers = parse_store_index(slurp(k_fixtures / "store-index" / "layers.json"));
+  ASSERT_TRUE(layers);
+  ASSERT_EQ(layers->size(), 2u);
+  EXPECT_EQ((*layers)[1].id, named.layer);
+  EXPECT_EQ((*layers)[1].parent, (*layers)[0].id);
+  EXPECT_EQ((*layers)[1].diff_digest,
+            "sha256:c84e89e832e631d8cc6766a8bcd0b923b9d13e17486e4c8dd9541eebf70bcf21");
+  EXPECT_EQ((*layers)[0].parent, "");
+
+  // What is not a string is "", what is not an entry is passed over, what is not an array fails.
+  auto odd = parse_store_index(R"([1, ["id"], {"id": {"id": "x"}, "names": "n", "layer": 2},
+                                   {"names": ["a", ["b"], 3, "c"], "parent": "p", "id": "i"}])");
+  ASSERT_TRUE(odd);
+  ASSERT_EQ(odd->size(), 2u);
+  EXPECT_EQ((*odd)[0].id, "");
+  EXPECT_TRUE((*odd)[0].names.empty());
+  EXPECT_EQ((*odd)[0].layer, "");
+  EXPECT_EQ((*odd)[1].names, (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ((*odd)[1].id, "i");
+  EXPECT_EQ((*odd)[1].parent, "p");
+  EXPECT_FALSE(parse_store_index(R"({"id": "x"})"));
+  EXPECT_FALSE(parse_store_index(R"([{"id": "x"})"));
+}
+
 TEST(BuildahStoreParse, InspectGivesTheHistoryAndTheLayers) {
   auto tagged = recorded_steps(k_v2_tagged);
   ASSERT_TRUE(tagged) << tagged.error();
