@@ -34,15 +34,10 @@ tl::expected<void, std::string> refresh_kiln_tools(const fs::path& records) {
 
 tl::expected<void, std::string> install_tool(const fs::path& source, const fs::path& tools_dir) {
   fs::path target = tools_dir / source.filename();
-  auto program = read_file(source);
-  if (!program) {
-    return tl::unexpected("cannot copy " + source.string() + " to " + tools_dir.string() + ": " +
-                          program.error());
-  }
   // By content, not size and time: a relink of the same bytes must leave the copy (and so every
   // stage's build context) untouched, and a different program of the same size and time must
-  // not be missed. The program is a megabyte or two; comparing it costs nothing next to a build.
-  if (auto copy = read_file(target); copy && *copy == *program) {
+  // not be missed. The program is a megabyte or two, compared a chunk at a time.
+  if (same_bytes(source, target)) {
     return {};
   }
   std::error_code ec;

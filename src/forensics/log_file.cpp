@@ -1,13 +1,17 @@
 // One log file: its name's stage, lane and attempt, and its bytes read ahead on a thread of
 // their own and fed to a LogAnalyzer with the times of its `.times` sidecar.
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <fcntl.h>
+#include <memory>
 #include <mutex>
 #include <thread>
+
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "forensics/log_analyzer_impl.h"
@@ -73,9 +77,10 @@ namespace {
 // neither does finding the line ends, which the thread does for each chunk it read.
 class ReadAhead {
 public:
-  explicit ReadAhead(int fd) : m_fd(fd) {
+  /// `size_hint`: the file's size when it was opened; a file that grows is still read to its end.
+  ReadAhead(int fd, size_t size_hint)
+      : m_fd(fd), m_chunk_bytes(std::clamp<size_t>(size_hint + 1, 64u << 10, k_chunk_bytes)) {
     for (size_t i = 0; i < k_buffers; ++i) {
-      m_chunks[i].bytes.resize(k_chunk_bytes);
       m_free.push_back(i);
     }
     m_thread = std::thread([this] { run(); });
@@ -113,7 +118,7 @@ public:
     m_held = m_filled.front();
     m_filled.pop_front();
     const Chunk& chunk = m_chunks[*m_held];
-    return {std::string_view(chunk.bytes.data(), chunk.size), chunk.newlines};
+    return {std::string_view(chunk.bytes.get(), chunk.size), chunk.newlines};
   }
 
   /// The errno of a failed read, 0 when the file was read to its end; once next() came back
@@ -127,8 +132,10 @@ private:
   static constexpr size_t k_buffers = 4;
   static constexpr size_t k_chunk_bytes = 1u << 20;
 
+  // A buffer is made when it is first read into, sized to the file and not zeroed: four
+  // zeroed megabytes for each of a run's small logs were most of the time its history took.
   struct Chunk {
-    std::vector<char> bytes;
+    std::unique_ptr<char[]> bytes;
     size_t size = 0;
     std::vector<uint32_t> newlines;
   };
@@ -146,11 +153,14 @@ private:
         m_free.pop_front();
       }
       Chunk& chunk = m_chunks[index];
-      ssize_t got = ::read(m_fd, chunk.bytes.data(), chunk.bytes.size());
+      if (!chunk.bytes) {
+        chunk.bytes = std::make_unique_for_overwrite<char[]>(m_chunk_bytes);
+      }
+      ssize_t got = ::read(m_fd, chunk.bytes.get(), m_chunk_bytes);
       int read_errno = got < 0 ? errno : 0;
       if (got > 0) {
         chunk.size = static_cast<size_t>(got);
-        find_newlines(std::string_view(chunk.bytes.data(), chunk.size), chunk.newlines);
+        find_newlines(std::string_view(chunk.bytes.get(), chunk.size), chunk.newlines);
       }
       {
         std::lock_guard lock(m_mutex);
@@ -169,6 +179,7 @@ private:
   }
 
   int m_fd;
+  size_t m_chunk_bytes;
   std::array<Chunk, k_buffers> m_chunks;
   std::mutex m_mutex;
   std::condition_variable m_changed;
@@ -200,7 +211,8 @@ tl::expected<LogResult, std::string> analyze_log_file(const std::filesystem::pat
   LogAnalyzer analyzer(options, std::move(clock));
   int read_errno = 0;
   {
-    ReadAhead reader(fd);
+    struct stat info {};
+    ReadAhead reader(fd, ::fstat(fd, &info) == 0 ? static_cast<size_t>(info.st_size) : 0);
     for (auto piece = reader.next(); !piece.bytes.empty(); piece = reader.next()) {
       analyzer.m_impl->feed_split(piece.bytes, piece.newlines);
     }

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -187,6 +188,57 @@ tl::expected<std::string, std::string> read_file(const std::filesystem::path& pa
     return tl::unexpected(std::move(read.error()));
   }
   return text;
+}
+
+bool same_bytes(const std::filesystem::path& a, const std::filesystem::path& b) {
+  struct Fd {
+    int fd;
+    ~Fd() {
+      if (fd >= 0) {
+        ::close(fd);
+      }
+    }
+  };
+  Fd first{::open(a.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+  Fd second{::open(b.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+  struct stat first_info {};
+  struct stat second_info {};
+  if (first.fd < 0 || second.fd < 0 || ::fstat(first.fd, &first_info) != 0 ||
+      ::fstat(second.fd, &second_info) != 0 || !S_ISREG(first_info.st_mode) ||
+      !S_ISREG(second_info.st_mode) || first_info.st_size != second_info.st_size) {
+    return false;
+  }
+  // Fills `buffer` from `fd` as far as the file goes: a short read is not the end of a file.
+  auto fill = [](int fd, char* buffer, size_t size) -> ssize_t {
+    size_t got = 0;
+    while (got < size) {
+      ssize_t n = ::read(fd, buffer + got, size - got);
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n < 0) {
+        return -1;
+      }
+      if (n == 0) {
+        break;
+      }
+      got += static_cast<size_t>(n);
+    }
+    return static_cast<ssize_t>(got);
+  };
+  constexpr size_t k_chunk = 64 << 10;
+  auto first_chunk = std::make_unique_for_overwrite<char[]>(k_chunk);
+  auto second_chunk = std::make_unique_for_overwrite<char[]>(k_chunk);
+  while (true) {
+    ssize_t got = fill(first.fd, first_chunk.get(), k_chunk);
+    if (got < 0 || fill(second.fd, second_chunk.get(), k_chunk) != got ||
+        std::memcmp(first_chunk.get(), second_chunk.get(), static_cast<size_t>(got)) != 0) {
+      return false;
+    }
+    if (got == 0) {
+      return true;
+    }
+  }
 }
 
 tl::expected<std::string, std::string> read_proc_file(const std::filesystem::path& path,

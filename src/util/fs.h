@@ -41,6 +41,10 @@ tl::expected<std::string, std::string> read_file(const std::filesystem::path& pa
 tl::expected<void, std::string> read_file_into(const std::filesystem::path& path, std::string& text,
                                                uint64_t limit = k_default_read_limit);
 
+/// Whether the regular files `a` and `b` hold the same bytes, compared a chunk at a time (no
+/// copy of either in memory); false when either cannot be read.
+bool same_bytes(const std::filesystem::path& a, const std::filesystem::path& b);
+
 /// A /proc or /sys file: regular in name, sized 0, read until end of file up to `limit`.
 tl::expected<std::string, std::string> read_proc_file(const std::filesystem::path& path,
                                                       uint64_t limit = 1 << 20);

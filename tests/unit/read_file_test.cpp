@@ -61,5 +61,26 @@ TEST(ReadFile, IntoReplacesWhatTheBufferHeld) {
   fs::remove(file);
 }
 
+// Compared a chunk at a time: a difference in the last byte of a file of several chunks counts,
+// and so does one byte more; what cannot be read is never the same.
+TEST(SameBytes, EveryByteAndTheSizeCount) {
+  auto dir = fs::temp_directory_path() / fmt::format("kiln-same-{}", ::getpid());
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(dir / name, std::ios::binary | std::ios::trunc) << bytes;
+    return dir / name;
+  };
+  std::string bytes(200000, 'x');
+  bytes[7] = '\0';
+  fs::path a = write("a", bytes);
+  EXPECT_TRUE(same_bytes(a, write("b", bytes)));
+  EXPECT_FALSE(same_bytes(a, write("last", bytes.substr(0, bytes.size() - 1) + "y")));
+  EXPECT_FALSE(same_bytes(a, write("longer", bytes + "x")));
+  EXPECT_FALSE(same_bytes(a, dir / "missing"));
+  EXPECT_FALSE(same_bytes(dir, dir));
+  EXPECT_TRUE(same_bytes(write("empty", ""), write("empty2", "")));
+  fs::remove_all(dir);
+}
+
 } // namespace
 } // namespace kiln
