@@ -17,7 +17,7 @@
 namespace kiln {
 
 /// The manifest schema version; bump it on any change a reader could notice (docs/records.md).
-constexpr int k_manifest_schema = 9;
+constexpr int k_manifest_schema = 10;
 
 /// A manifest is a few hundred KB at most; a larger file in its place is not one.
 constexpr uint64_t k_manifest_read_limit = uint64_t{64} << 20;

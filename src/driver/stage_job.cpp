@@ -461,7 +461,8 @@ void StageJob::drop_registry_cache_after_flakes(int import_flakes, int next_atte
 
 void StageJob::withdraw(const std::string& why) {
   m_context.run.set_identity(m_stage.name, "");
-  if (auto withdrawn = m_context.engine.withdraw_image(m_request, m_record.image_id, m_stage.tag);
+  if (auto withdrawn = m_context.engine.withdraw_image(
+          m_request, m_record.image_id, m_stage.stable_name ? m_stage.tag : std::string());
       !withdrawn) {
     m_context.folder.log(fmt::format("stage {}: warning: its image stays where a later stage "
                                      "finds it although {}: {}",

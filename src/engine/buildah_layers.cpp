@@ -119,6 +119,10 @@ public:
               : name == "parent"      ? &entry.parent
               : name == "diff-digest" ? &entry.diff_digest
                                       : nullptr;
+    // A key given twice counts as written last, as a whole parse would take it.
+    if (m_field != nullptr) {
+      m_field->clear();
+    }
     m_names_next = name == "names";
     if (m_names_next) {
       entry.names.clear();

@@ -129,7 +129,8 @@ TEST(BuildahStoreParse, TheStoreIndexesGiveNamesTopLayersAndTheLayerChain) {
 
   // What is not a string is "", what is not an entry is passed over, what is not an array fails.
   auto odd = parse_store_index(R"([1, ["id"], {"id": {"id": "x"}, "names": "n", "layer": 2},
-                                   {"names": ["a", ["b"], 3, "c"], "parent": "p", "id": "i"}])");
+                                   {"names": ["a", ["b"], 3, "c"], "parent": "p", "id": "i",
+                                    "layer": "l", "layer": 7}])");
   ASSERT_TRUE(odd);
   ASSERT_EQ(odd->size(), 2u);
   EXPECT_EQ((*odd)[0].id, "");
@@ -138,6 +139,7 @@ TEST(BuildahStoreParse, TheStoreIndexesGiveNamesTopLayersAndTheLayerChain) {
   EXPECT_EQ((*odd)[1].names, (std::vector<std::string>{"a", "c"}));
   EXPECT_EQ((*odd)[1].id, "i");
   EXPECT_EQ((*odd)[1].parent, "p");
+  EXPECT_EQ((*odd)[1].layer, "") << "the last of a key given twice";
   EXPECT_FALSE(parse_store_index(R"({"id": "x"})"));
   EXPECT_FALSE(parse_store_index(R"([{"id": "x"})"));
 }
