@@ -19,6 +19,10 @@ std::filesystem::path stage_metadata(const Chain& chain, const std::string& stag
   return chain.records / "oci" / (stage + ".metadata.json");
 }
 
+bool reads_budget(const Stage& stage) {
+  return stage.dockerfile_source && mounts_secret(stage.dockerfile_source->parsed, k_budget_secret);
+}
+
 std::filesystem::path budget_file(const Chain& chain, const std::string& stage) {
   return chain.records / "budget" / (stage + ".env");
 }
@@ -93,7 +97,7 @@ BuildRequest build_request(const Chain& chain, const Stage& stage, const KeyValu
     request.contexts.push_back(stage_context(chain, *chain.find_stage(need)));
   }
   request.secrets = stage.secrets;
-  if (stage.dockerfile_source && mounts_secret(stage.dockerfile_source->parsed, k_budget_secret)) {
+  if (reads_budget(stage)) {
     request.secrets.push_back({k_budget_secret, {}, budget_file(chain, stage.name), stage.pos});
   }
   request.layout = stage_layout(chain, stage.name);

@@ -12,6 +12,10 @@ namespace kiln {
 /// whose Dockerfile mounts it.
 constexpr const char* k_budget_secret = "kiln-budget";
 
+/// Whether `stage`'s Dockerfile mounts the secret k_budget_secret: only such a stage can use a
+/// share of the job budget larger than one job.
+bool reads_budget(const Stage& stage);
+
 /// Where a stage's BuildKit image lands when the chain names no registry: an OCI layout under
 /// the records, beside the metadata file that names its digest. They outlive the run, so a
 /// later run that builds only the next stage can still hand this one over.

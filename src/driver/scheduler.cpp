@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "driver/build_request.h"
+
 namespace kiln {
 
 std::vector<PlanStage> plan_stages(const std::vector<const Stage*>& stages) {
@@ -17,6 +19,7 @@ std::vector<PlanStage> plan_stages(const std::vector<const Stage*>& stages) {
     PlanStage& node = plan.emplace_back();
     node.name = stage->name;
     node.weight = stage->weight;
+    node.reads_budget = reads_budget(*stage);
     node.lane = lanes.emplace(stage->lane, lanes.size()).first->second;
     for (const auto& need : stage->needs) {
       if (auto found = index.find(need); found != index.end()) {
@@ -62,11 +65,17 @@ std::vector<StageStart> Scheduler::start_ready() {
   // max_parallel lets start. One that must wait for a slot still keeps the others from taking
   // its part; one that max_parallel holds back does not.
   long wanting = m_weight_running;
+  long plain = m_plain_running;
   size_t room = static_cast<size_t>(m_limits.max_parallel) -
                 std::min(m_running.size(), static_cast<size_t>(m_limits.max_parallel));
   for (auto it = m_ready.begin(); it != m_ready.end() && room > 0; ++it, --room) {
-    wanting += m_stages[*it].weight;
+    if (m_stages[*it].reads_budget) {
+      wanting += m_stages[*it].weight;
+    } else {
+      ++plain;
+    }
   }
+  const long shared = std::max(1L, m_limits.slots - plain);
   for (auto it = m_ready.begin(); it != m_ready.end();) {
     if (m_running.size() >= static_cast<size_t>(m_limits.max_parallel) || m_free_slots < 1) {
       break;
@@ -81,13 +90,20 @@ std::vector<StageStart> Scheduler::start_ready() {
     if (m_running_in_lane[lane]++ == 0) {
       ++m_busy_lanes;
     }
-    long share = static_cast<long>(m_limits.slots) * m_stages[stage].weight / wanting;
+    const PlanStage& node = m_stages[stage];
+    // A stage past the ones counted (its lane's turn came) still divides by its own weight.
+    long share =
+        node.reads_budget ? shared * node.weight / std::max(wanting, long{node.weight}) : 1;
     int slots = static_cast<int>(std::clamp<long>(share, 1, m_free_slots));
     m_free_slots -= slots;
     m_slots[stage] = slots;
     m_state[stage] = StageState::running;
     m_running.insert(stage);
-    m_weight_running += m_stages[stage].weight;
+    if (node.reads_budget) {
+      m_weight_running += node.weight;
+    } else {
+      ++m_plain_running;
+    }
     starts.push_back({stage, slots});
     it = m_ready.erase(it);
   }
@@ -103,7 +119,11 @@ void Scheduler::finish(size_t stage, bool succeeded) {
     --m_busy_lanes;
   }
   m_slots[stage] = 0;
-  m_weight_running -= m_stages[stage].weight;
+  if (m_stages[stage].reads_budget) {
+    m_weight_running -= m_stages[stage].weight;
+  } else {
+    --m_plain_running;
+  }
   if (succeeded) {
     m_state[stage] = StageState::succeeded;
     for (size_t dependant : m_dependants[stage]) {

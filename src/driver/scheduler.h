@@ -15,6 +15,9 @@ struct PlanStage {
   std::vector<size_t> needs; // indices of the stages of this run it builds on
   int weight = 1;            // its claim on the job budget against the stages running with it
   size_t lane = 0;           // stages of one lane share it; 0 without lanes
+  /// Its Dockerfile mounts the budget. A stage that does not cannot run more than its own jobs
+  /// however many it is given: it holds one slot, the memory of one job, and claims no share.
+  bool reads_budget = true;
 };
 
 /// The scheduler's view of `stages` (a run's, in run order): each need that the run builds,
@@ -45,11 +48,13 @@ struct SchedulerLimits {
 /// failure skips what depends on it, and nothing else (everything still waiting, with
 /// `fail_fast`). No threads and no clock: the caller says what ended, this says what starts.
 ///
-/// Shares: the stages that start take the free slots in proportion to their weight among the
-/// stages running and those ready that max_parallel lets start, so a lone stage (or each stage
-/// of a run one at a time) gets the whole budget and a fan-out of six splits it six ways. A share
-/// is never more than what is free, so the shares of the stages running at once never add up to
-/// more than the budget; a stage that finds no slot free waits for one, as make's jobserver does.
+/// Shares: a stage that reads the budget takes the free slots in proportion to its weight among
+/// the stages that read it, running or ready and let start by max_parallel, after one slot for
+/// each of those that do not read it. So a lone stage (or each stage of a run one at a time) gets
+/// the whole budget, a fan-out of six splits it six ways, and a stage that only copies files
+/// beside a compile leaves the compile all but one slot. A share is never more than what is
+/// free, so the shares of the stages running at once never add up to more than the budget; a
+/// stage that finds no slot free waits for one, as make's jobserver does.
 class Scheduler {
 public:
   Scheduler(std::vector<PlanStage> stages, SchedulerLimits limits);
@@ -95,7 +100,8 @@ private:
   int m_busy_lanes = 0;
   std::vector<size_t> m_skipped;
   int m_free_slots = 1;
-  long m_weight_running = 0;
+  long m_weight_running = 0; // of the running stages that read the budget
+  int m_plain_running = 0;   // running stages that do not read it, one slot each
 };
 
 } // namespace kiln

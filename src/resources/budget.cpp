@@ -74,7 +74,9 @@ Budget budget_share(const Budget& whole, int slots, std::optional<double> mem_pe
   int all = std::max(1, whole.slots);
   share.slots = std::clamp(slots, 1, all);
   share.memory_limit_gb = whole.memory_limit_gb * share.slots / all;
-  share.jobs = std::max(1, whole.jobs * share.slots / all);
+  // Rounded to the nearest: seven of eight slots of a 2-job budget are 2 jobs, not 1. It never
+  // passes the share's slots (jobs <= slots), so the jobs' memory stays within the share's.
+  share.jobs = std::max(1, (whole.jobs * share.slots + all / 2) / all);
   share.reason =
       fmt::format("{} of the run's {} slot(s): jobs {} of {}, {:.1f} of {:.1f} GB", share.slots,
                   all, share.jobs, whole.jobs, share.memory_limit_gb, whole.memory_limit_gb);

@@ -36,7 +36,7 @@ Budget job_budget(const MemInfo& mem, int cores, std::optional<double> host_rese
                   std::optional<int> jobs_override);
 
 /// The part of `whole` a stage builds with when it holds `slots` of its slots: that fraction of
-/// the memory limit, and that fraction of the jobs (at least 1); with its own
+/// the memory limit, and that fraction of the jobs (rounded, at least 1); with its own
 /// `mem_per_job_gb`, no more jobs than its memory holds. The memory of the shares of stages
 /// building at once adds up to no more than `whole`'s.
 Budget budget_share(const Budget& whole, int slots, std::optional<double> mem_per_job_gb);

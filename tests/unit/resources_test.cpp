@@ -535,6 +535,10 @@ TEST(BudgetShare, AShareTakesItsFractionOfTheMemoryAndTheJobsAndItsOwnMemPerJobB
   EXPECT_DOUBLE_EQ(one.memory_limit_gb, 2);
   EXPECT_EQ(budget_share(whole, 12, 8.0).jobs, 3) << "24 GB at the stage's 8 GB per job";
   EXPECT_EQ(budget_share(whole, 99, std::nullopt).slots, 12) << "never above the whole";
+  // Rounded: 11 of 12 slots of 4 jobs are 3.67 jobs, so 4; 5 of 12 are 1.67, so 2.
+  EXPECT_EQ(budget_share(whole, 11, std::nullopt).jobs, 4);
+  EXPECT_EQ(budget_share(whole, 5, std::nullopt).jobs, 2);
+  EXPECT_EQ(budget_share(whole, 2, std::nullopt).jobs, 1);
 }
 
 } // namespace

@@ -418,6 +418,7 @@ TEST_F(RunLoop, FailFastStartsNothingAfterTheFirstFailure) {
 
 TEST_F(RunLoop, TheJobBudgetIsSharedByTheStagesThatStartTogether) {
   write_wide_chain();
+  m_dir.write("stage.Dockerfile", "FROM scratch\nRUN --mount=type=secret,id=kiln-budget step\n");
   m_options.jobs = 6;
   EXPECT_EQ(run(), k_exit_ok) << m_output;
   json doc = manifest();
@@ -431,6 +432,28 @@ TEST_F(RunLoop, TheJobBudgetIsSharedByTheStagesThatStartTogether) {
   EXPECT_EQ(jobs["a"] + jobs["b"] + jobs["c"], 6);
   EXPECT_EQ(jobs["a"], 2);
   EXPECT_EQ(jobs["merge"], 6);
+}
+
+TEST_F(RunLoop, AStageWhoseDockerfileMountsNoBudgetHoldsOneJobAndLeavesTheRest) {
+  write_wide_chain();
+  m_dir.write("compile.Dockerfile", "FROM scratch\nRUN --mount=type=secret,id=kiln-budget step\n");
+  std::string chain = m_dir.read("chain.toml");
+  const std::string a = "name = \"a\"\ndockerfile = \"stage.Dockerfile\"";
+  chain.replace(chain.find(a), a.size(), "name = \"a\"\ndockerfile = \"compile.Dockerfile\"");
+  m_dir.write("chain.toml", chain);
+  m_options.jobs = 6;
+  EXPECT_EQ(run(), k_exit_ok) << m_output;
+  std::map<std::string, int> jobs;
+  json doc = manifest();
+  for (const auto& stage : doc["stages"]) {
+    jobs[stage["name"]] = stage["jobs"];
+  }
+  // b and c only hold the memory of a job each: a, which compiles with the budget, takes the rest.
+  EXPECT_EQ(jobs, (std::map<std::string, int>{
+                      {"base", 1}, {"a", 4}, {"b", 1}, {"c", 1}, {"a2", 1}, {"merge", 1}}));
+  EXPECT_NE(m_dir.read("records/latest/driver.log")
+                .find("stage a: budget: 4 of the run's 6 slot(s): jobs 4 of 6"),
+            std::string::npos);
 }
 
 TEST_F(RunLoop, ALaneThatFailsLeavesTheOtherLaneToFinish) {

@@ -102,6 +102,31 @@ TEST(Scheduler, SharesFollowWeightsAndNeverAddUpToMoreThanTheBudget) {
   EXPECT_EQ(next[0].slots, 1);
 }
 
+TEST(Scheduler, AStageThatReadsNoBudgetHoldsOneSlotAndLeavesTheRestToTheOnesThatDo) {
+  // A five-branch fan-out where only branch3 compiles with the budget: the four others copy
+  // files and hold the memory of one job each.
+  std::vector<PlanStage> stages = fan_out(5);
+  for (size_t i = 1; i < stages.size(); ++i) {
+    stages[i].reads_budget = stages[i].name == "branch3";
+  }
+  Scheduler s(stages, {8, 12, false});
+  EXPECT_EQ(s.start_ready()[0].slots, 12);
+  s.finish(0, true);
+  auto starts = s.start_ready();
+  ASSERT_EQ(starts.size(), 5u);
+  for (const auto& start : starts) {
+    EXPECT_EQ(start.slots, stages[start.stage].reads_budget ? 8 : 1) << stages[start.stage].name;
+  }
+  EXPECT_EQ(s.free_slots(), 0);
+  // Alone, a stage that reads no budget still holds one slot, and what starts beside it shares
+  // the rest.
+  std::vector<PlanStage> pair{{"copy", {}, 1, 0, false}, {"compile", {}, 1, 0, true}};
+  Scheduler alone(pair, {1, 6, false});
+  EXPECT_EQ(alone.start_ready()[0].slots, 1);
+  alone.finish(0, true);
+  EXPECT_EQ(alone.start_ready()[0].slots, 6);
+}
+
 TEST(Scheduler, AFailureSkipsOnlyWhatDependsOnItNamingTheFailedStage) {
   // base -> a -> a2; base -> b; merge needs a2 and b.
   std::vector<PlanStage> stages{
