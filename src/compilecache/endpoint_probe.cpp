@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "util/fd.h"
 #include "util/fs.h"
 #include "util/strings.h"
 
@@ -95,30 +96,6 @@ std::string describe_connect_error(int error) {
     return std::strerror(error);
   }
 }
-
-class Fd {
-public:
-  explicit Fd(int fd = -1) : m_fd(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      m_fd = std::exchange(other.m_fd, -1);
-    }
-    return *this;
-  }
-  int get() const { return m_fd; }
-  void reset() {
-    if (m_fd >= 0) {
-      ::close(m_fd);
-      m_fd = -1;
-    }
-  }
-
-private:
-  int m_fd;
-};
 
 /// Close a connection that got through with a reset rather than a FIN: the side that closes
 /// first keeps a TIME_WAIT, and on some stacks a TIME_WAIT holds a container's teardown for

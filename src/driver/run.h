@@ -81,6 +81,9 @@ private:
   std::optional<Budget> run_budget();
 
   // Stable names (run_finish.cpp).
+  /// Whether `stage` has a stable name that has not started moving, ended ok and has an image
+  /// in this run. m_mutex held.
+  bool has_name_to_move(const Stage& stage) const;
   /// Start moving the stable name of each stage that may move now: it ended ok, every smoke
   /// stage that guards it passed, the run was not interrupted. Later stages build meanwhile.
   /// m_mutex held.

@@ -38,19 +38,21 @@ std::vector<std::string> Run::guards_not_passed(const Stage& stage) const {
   return untested;
 }
 
+bool Run::has_name_to_move(const Stage& stage) const {
+  const StageRecord* record = m_record.find_stage(stage.name);
+  return stage.stable_name && record != nullptr && record->status == "ok" &&
+         m_identities.count(stage.name) != 0 && m_tag_moves.count(stage.name) == 0;
+}
+
 void Run::start_tag_moves() {
   if (m_interrupted || interrupt_signal() != 0 || m_cancel.cancelled()) {
     return;
   }
   for (const Stage* stage : *m_stages) {
-    const StageRecord& record = *m_record.find_stage(stage->name);
-    auto identity = m_identities.find(stage->name);
-    if (!stage->stable_name || record.status != "ok" || identity == m_identities.end() ||
-        m_tag_moves.count(stage->name) != 0 || !guards_not_passed(*stage).empty()) {
-      continue;
+    if (has_name_to_move(*stage) && guards_not_passed(*stage).empty()) {
+      m_tag_moves.emplace(stage->name, std::async(std::launch::async, &Run::move_tag, this,
+                                                  std::cref(*stage), m_identities.at(stage->name)));
     }
-    m_tag_moves.emplace(stage->name, std::async(std::launch::async, &Run::move_tag, this,
-                                                std::cref(*stage), identity->second));
   }
 }
 
@@ -81,11 +83,10 @@ void Run::move_stable_tags() {
   }
   std::lock_guard held(m_mutex);
   for (const Stage* stage : *m_stages) {
-    StageRecord& record = *m_record.find_stage(stage->name);
-    if (!stage->stable_name || record.status != "ok" || m_identities.count(stage->name) == 0 ||
-        m_tag_moves.count(stage->name) != 0) {
+    if (!has_name_to_move(*stage)) {
       continue;
     }
+    StageRecord& record = *m_record.find_stage(stage->name);
     std::vector<std::string> untested = guards_not_passed(*stage);
     std::string why;
     if (m_interrupted || interrupt_signal() != 0) {

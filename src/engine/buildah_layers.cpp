@@ -87,6 +87,13 @@ tl::expected<Index, std::string> read_index(const fs::path& path) {
   return index;
 }
 
+/// The entry of `index` with this id, nullptr when there is none.
+const StoreIndexEntry* find_entry(const Index& index, const std::string& id) {
+  auto entry = std::find_if(index->begin(), index->end(),
+                            [&](const StoreIndexEntry& e) { return e.id == id; });
+  return entry == index->end() ? nullptr : &*entry;
+}
+
 /// Reads an index as its tokens go by, keeping the few keys kiln reads of each entry: building
 /// the whole document (big-data names, sizes and digests are most of it) took 40 ms a parse.
 /// Depth 1 is inside the index's array, depth 2 inside an entry, depth 3 inside its names.
@@ -265,9 +272,8 @@ tl::expected<LayoutImage, std::string> buildah_store_image(const std::string& im
   if (!images) {
     return tl::unexpected(images.error());
   }
-  auto entry = std::find_if((*images)->begin(), (*images)->end(),
-                            [&](const StoreIndexEntry& image) { return image.id == id; });
-  if (entry == (*images)->end()) {
+  const StoreIndexEntry* entry = find_entry(*images, id);
+  if (entry == nullptr) {
     return tl::unexpected(
         fmt::format("image {} is not in buildah's store at {}", id, place->root.string()));
   }
@@ -320,13 +326,9 @@ bool buildah_store_names(const std::string& name, const std::string& identity) {
   if (!images) {
     return false;
   }
-  const std::string id = bare_image_id(identity);
-  for (const auto& image : **images) {
-    if (image.id == id) {
-      return std::find(image.names.begin(), image.names.end(), name) != image.names.end();
-    }
-  }
-  return false;
+  const StoreIndexEntry* image = find_entry(*images, bare_image_id(identity));
+  return image != nullptr &&
+         std::find(image->names.begin(), image->names.end(), name) != image->names.end();
 }
 
 } // namespace kiln

@@ -13,6 +13,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "util/fd.h"
+
 namespace kiln {
 
 namespace {
@@ -28,6 +30,26 @@ size_t write_all(int fd, std::string_view data, int& error) {
       }
       error = errno;
       return done;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
+/// Read from `fd` until `size` bytes or end of file; the bytes read. A read error sets `error`.
+size_t read_full(int fd, char* buffer, size_t size, int& error) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::read(fd, buffer + done, size - done);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      error = errno;
+      return done;
+    }
+    if (n == 0) {
+      break;
     }
     done += static_cast<size_t>(n);
   }
@@ -124,18 +146,17 @@ std::string read_fd(int fd, const std::filesystem::path& path, std::string& text
       }
       text.resize(std::min<uint64_t>(text.size() * 2, limit + 1));
     }
-    ssize_t n = ::read(fd, text.data() + size, text.size() - size);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
+    int error = 0;
+    size_t room = text.size() - size;
+    size_t got = read_full(fd, text.data() + size, room, error);
+    if (error != 0) {
       text.clear();
-      return failure("cannot read", path, errno);
+      return failure("cannot read", path, error);
     }
-    if (n == 0) {
-      break;
+    size += got;
+    if (got < room) {
+      break; // end of file
     }
-    size += static_cast<size_t>(n);
   }
   if (size > limit) {
     text.clear();
@@ -191,52 +212,27 @@ tl::expected<std::string, std::string> read_file(const std::filesystem::path& pa
 }
 
 bool same_bytes(const std::filesystem::path& a, const std::filesystem::path& b) {
-  struct Fd {
-    int fd;
-    ~Fd() {
-      if (fd >= 0) {
-        ::close(fd);
-      }
-    }
-  };
-  Fd first{::open(a.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
-  Fd second{::open(b.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+  Fd first(::open(a.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  Fd second(::open(b.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   struct stat first_info {};
   struct stat second_info {};
-  if (first.fd < 0 || second.fd < 0 || ::fstat(first.fd, &first_info) != 0 ||
-      ::fstat(second.fd, &second_info) != 0 || !S_ISREG(first_info.st_mode) ||
+  if (first.get() < 0 || second.get() < 0 || ::fstat(first.get(), &first_info) != 0 ||
+      ::fstat(second.get(), &second_info) != 0 || !S_ISREG(first_info.st_mode) ||
       !S_ISREG(second_info.st_mode) || first_info.st_size != second_info.st_size) {
     return false;
   }
-  // Fills `buffer` from `fd` as far as the file goes: a short read is not the end of a file.
-  auto fill = [](int fd, char* buffer, size_t size) -> ssize_t {
-    size_t got = 0;
-    while (got < size) {
-      ssize_t n = ::read(fd, buffer + got, size - got);
-      if (n < 0 && errno == EINTR) {
-        continue;
-      }
-      if (n < 0) {
-        return -1;
-      }
-      if (n == 0) {
-        break;
-      }
-      got += static_cast<size_t>(n);
-    }
-    return static_cast<ssize_t>(got);
-  };
   constexpr size_t k_chunk = 64 << 10;
   auto first_chunk = std::make_unique_for_overwrite<char[]>(k_chunk);
   auto second_chunk = std::make_unique_for_overwrite<char[]>(k_chunk);
   while (true) {
-    ssize_t got = fill(first.fd, first_chunk.get(), k_chunk);
-    if (got < 0 || fill(second.fd, second_chunk.get(), k_chunk) != got ||
-        std::memcmp(first_chunk.get(), second_chunk.get(), static_cast<size_t>(got)) != 0) {
+    int error = 0;
+    size_t got = read_full(first.get(), first_chunk.get(), k_chunk, error);
+    if (read_full(second.get(), second_chunk.get(), k_chunk, error) != got || error != 0 ||
+        std::memcmp(first_chunk.get(), second_chunk.get(), got) != 0) {
       return false;
     }
-    if (got == 0) {
-      return true;
+    if (got < k_chunk) {
+      return true; // both ended
     }
   }
 }
