@@ -166,36 +166,44 @@ std::string read_fd(int fd, const std::filesystem::path& path, std::string& text
   return {};
 }
 
+/// A regular file, open for reading.
+struct OpenFile {
+  Fd fd;
+  uint64_t size = 0;
+};
+
+/// `path` opened for reading when it is a regular file, else why not ("cannot read <path>:
+/// ..."). Non-blocking: opening a FIFO for reading would otherwise wait for a writer forever.
+tl::expected<OpenFile, std::string> open_regular(const std::filesystem::path& path) {
+  OpenFile file{Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK))};
+  struct stat info {};
+  if (file.fd.get() < 0 || ::fstat(file.fd.get(), &info) != 0) {
+    return tl::unexpected(failure("cannot read", path, errno));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    return tl::unexpected("cannot read " + path.string() + ": " +
+                          (S_ISDIR(info.st_mode) ? "it is a directory" : "not a regular file"));
+  }
+  file.size = static_cast<uint64_t>(info.st_size);
+  return file;
+}
+
 } // namespace
 
 tl::expected<void, std::string> read_file_into(const std::filesystem::path& path, std::string& text,
                                                uint64_t limit) {
   text.clear();
-  // Non-blocking: opening a FIFO for reading would otherwise wait for a writer forever.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    return tl::unexpected(failure("cannot read", path, errno));
+  auto file = open_regular(path);
+  if (!file) {
+    return tl::unexpected(std::move(file.error()));
   }
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) {
-    int saved = errno;
-    ::close(fd);
-    return tl::unexpected(failure("cannot read", path, saved));
-  }
-  if (!S_ISREG(info.st_mode)) {
-    ::close(fd);
-    return tl::unexpected("cannot read " + path.string() + ": " +
-                          (S_ISDIR(info.st_mode) ? "it is a directory" : "not a regular file"));
-  }
-  if (static_cast<uint64_t>(info.st_size) > limit) {
-    ::close(fd);
-    return tl::unexpected("cannot read " + path.string() + ": " + std::to_string(info.st_size) +
+  if (file->size > limit) {
+    return tl::unexpected("cannot read " + path.string() + ": " + std::to_string(file->size) +
                           " bytes, more than the " + std::to_string(limit) + " allowed");
   }
   // st_size is exact for a regular file, but the file may grow while it is read: the loop
   // reads on to end of file, still within the limit.
-  std::string error = read_fd(fd, path, text, static_cast<size_t>(info.st_size), limit);
-  ::close(fd);
+  std::string error = read_fd(file->fd.get(), path, text, static_cast<size_t>(file->size), limit);
   if (!error.empty()) {
     return tl::unexpected(std::move(error));
   }
@@ -212,13 +220,9 @@ tl::expected<std::string, std::string> read_file(const std::filesystem::path& pa
 }
 
 bool same_bytes(const std::filesystem::path& a, const std::filesystem::path& b) {
-  Fd first(::open(a.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  Fd second(::open(b.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  struct stat first_info {};
-  struct stat second_info {};
-  if (first.get() < 0 || second.get() < 0 || ::fstat(first.get(), &first_info) != 0 ||
-      ::fstat(second.get(), &second_info) != 0 || !S_ISREG(first_info.st_mode) ||
-      !S_ISREG(second_info.st_mode) || first_info.st_size != second_info.st_size) {
+  auto first = open_regular(a);
+  auto second = open_regular(b);
+  if (!first || !second || first->size != second->size) {
     return false;
   }
   constexpr size_t k_chunk = 64 << 10;
@@ -226,8 +230,8 @@ bool same_bytes(const std::filesystem::path& a, const std::filesystem::path& b) 
   auto second_chunk = std::make_unique_for_overwrite<char[]>(k_chunk);
   while (true) {
     int error = 0;
-    size_t got = read_full(first.get(), first_chunk.get(), k_chunk, error);
-    if (read_full(second.get(), second_chunk.get(), k_chunk, error) != got || error != 0 ||
+    size_t got = read_full(first->fd.get(), first_chunk.get(), k_chunk, error);
+    if (read_full(second->fd.get(), second_chunk.get(), k_chunk, error) != got || error != 0 ||
         std::memcmp(first_chunk.get(), second_chunk.get(), got) != 0) {
       return false;
     }
