@@ -29,20 +29,17 @@ std::string age_text(std::filesystem::file_time_type mtime) {
   return human_duration(std::max(0.0, std::chrono::duration<double>(age).count()));
 }
 
-/// Image tags a manual reclaim may remove once dangling images are gone: the chain's stages
-/// that another stage builds on. A stage nothing needs is what the chain publishes; kiln never
-/// removes that on its own.
-std::vector<std::string> intermediate_tags(const Chain& chain) {
+/// The work names a manual reclaim may remove that name an image now: test runs' images only
+/// (work_name_removable). The store's names are listed once, so the dry run lists what the
+/// reclaim would act on, not names that are already gone.
+std::vector<std::string> removable_tags(const Chain& chain, const StoreLevers& store) {
+  std::vector<std::string> present = store.tagged_images();
   std::vector<std::string> tags;
   for (const auto& stage : chain.stages) {
-    if (stage.known_as() == chain.gates.final_stage) {
-      continue; // what the chain exists to make
-    }
-    for (const auto& other : chain.stages) {
-      if (std::find(other.needs.begin(), other.needs.end(), stage.name) != other.needs.end()) {
-        tags.push_back(work_tag(chain, stage));
-        break;
-      }
+    std::string tag = work_tag(chain, stage);
+    if (work_name_removable(chain, stage) &&
+        std::find(present.begin(), present.end(), tag) != present.end()) {
+      tags.push_back(std::move(tag));
     }
   }
   return tags;
@@ -55,8 +52,9 @@ void add_disk_command(CLI::App& app, DiskArgs& args, CLI::App*& status, CLI::App
   disk->require_subcommand(1);
   status = disk->add_subcommand("status", "Free space, cache exports by slug, engine store usage");
   reclaim = disk->add_subcommand(
-      "reclaim", "Free space until --target-gb is free: cache exports, the filtered engine-store "
-                 "prune, then images (run it between runs)");
+      "reclaim", "Free space until --target-gb is free: leftovers, cache exports, the filtered "
+                 "engine-store prune, then test runs' images; never an image the chain builds "
+                 "on or publishes (run it between runs)");
   for (CLI::App* command : {status, reclaim}) {
     command->add_option("chain", args.chain_file, "The chain file (TOML)")->required();
     command->add_option("--engine", args.engine, "The engine instead of the chain's")
@@ -133,8 +131,8 @@ int disk_status_command(const DiskArgs& args) {
     fmt::print("{} store: not readable: {}\n", store->engine(), usage.error());
     return k_exit_ok;
   }
-  fmt::print("{} store: {}G, {}G reclaimable\n", store->engine(), gib_text(usage->total_bytes),
-             gib_text(usage->reclaimable_bytes));
+  fmt::print("{} store: {}G on disk, {}G reclaimable\n", store->engine(),
+             gib_text(usage->total_bytes), gib_text(usage->reclaimable_bytes));
   for (const auto& [type, bytes] : usage->bytes_by_type) {
     fmt::print("  {:<24} {:>6} record(s) {:>10}G\n", type.empty() ? "(no type)" : type,
                usage->records_by_type[type], gib_text(bytes));
@@ -158,7 +156,6 @@ int disk_reclaim_command(const DiskArgs& args) {
   }
   auto target = static_cast<uint64_t>(args.target_gb * static_cast<double>(k_gib));
   auto store = make_store_levers(*chain);
-  std::vector<std::string> tags = intermediate_tags(*chain);
   std::optional<RecordsLock> lock;
   if (!args.dry_run) {
     // A run of this checkout reclaims by its own plan, knowing what its builds still read: a
@@ -175,6 +172,8 @@ int disk_reclaim_command(const DiskArgs& args) {
     for (const auto& line : remove_leftovers(find_leftovers(*chain, chain->engine))) {
       fmt::print("{}\n", line);
     }
+  } else {
+    print_leftovers(*chain); // removed first, whatever the target
   }
   if (*free >= target) {
     fmt::print("{}G free on {}: already at the {}G target; nothing to do\n", gib_text(*free),
@@ -214,15 +213,22 @@ int disk_reclaim_command(const DiskArgs& args) {
     }
     auto stale = store->stale_images();
     fmt::print("  remove {} image(s) no build can reuse (the layer cache of tagged and recent "
-               "images stays; cache-mount data is never touched)\n",
-               stale.size());
-    for (const auto& tag : tags) {
-      fmt::print("  remove image {} (a stage other stages build on), measuring after each\n", tag);
+               "images stays; cache-mount data is never touched){}\n",
+               stale.size(), stale.empty() ? "" : ":");
+    for (const auto& id : stale) {
+      fmt::print("    {}\n", id);
     }
+    for (const auto& tag : removable_tags(*chain, *store)) {
+      fmt::print("  remove image {} (a smoke stage's test run: nothing builds on it), measuring "
+                 "after it\n",
+                 tag);
+    }
+    fmt::print("  never an image a stable name holds, nor one a stage of the chain builds on, nor "
+               "the final stage's\n");
     return k_exit_ok;
   }
-  ReclaimOutcome outcome =
-      reclaim(policy, "kiln disk reclaim", target, {}, store.get(), false, true, tags);
+  ReclaimOutcome outcome = reclaim(policy, "kiln disk reclaim", target, {}, store.get(), false,
+                                   true, removable_tags(*chain, *store));
   for (const auto& line : outcome.lines) {
     fmt::print("{}\n", line);
   }

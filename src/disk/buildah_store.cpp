@@ -12,6 +12,7 @@
 
 #include "disk/sizes.h"
 #include "disk/slugs.h"
+#include "disk/tree_size.h"
 #include "engine/buildah_layers.h"
 #include "util/process.h"
 #include "util/strings.h"
@@ -130,6 +131,38 @@ StaleImages find_stale_images(
     result.stale_bytes += image->bytes;
   }
   return result;
+}
+
+std::map<std::string, LayerShare> layer_bytes_by_kind(
+    const std::vector<StoreIndexEntry>& images, const std::vector<StoreIndexEntry>& layers,
+    const std::map<std::string, std::string>& kind_of, const std::vector<std::string>& kinds) {
+  std::map<std::string_view, const StoreIndexEntry*> layer_by_id;
+  for (const StoreIndexEntry& layer : layers) {
+    layer_by_id[layer.id] = &layer;
+  }
+  // Strongest kind first: a layer already claimed was claimed with its parents, by a kind at
+  // least as strong, so each walk stops there and every layer is visited once.
+  std::map<std::string_view, const std::string*> owner;
+  for (const std::string& kind : kinds) {
+    for (const StoreIndexEntry& image : images) {
+      auto found = kind_of.find(image.id);
+      if (found == kind_of.end() || found->second != kind) {
+        continue;
+      }
+      for (auto layer = layer_by_id.find(image.layer);
+           layer != layer_by_id.end() && owner.try_emplace(layer->first, &kind).second;
+           layer = layer_by_id.find(layer->second->parent)) {
+      }
+    }
+  }
+  std::map<std::string, LayerShare> shares;
+  for (const StoreIndexEntry& layer : layers) {
+    auto held = owner.find(layer.id);
+    LayerShare& share = shares[held == owner.end() ? std::string("no image") : *held->second];
+    share.bytes += layer.diff_size;
+    share.layers += 1;
+  }
+  return shares;
 }
 
 std::vector<fs::path> buildah_cache_dirs() {
@@ -263,6 +296,14 @@ tl::expected<StoreLocation, std::string> BuildahStore::location() const {
 }
 
 tl::expected<StoreUsage, std::string> BuildahStore::usage() const {
+  auto place = this->place();
+  if (!place) {
+    return tl::unexpected(place.error());
+  }
+  auto indexes = read_store_indexes(*place);
+  if (!indexes) {
+    return tl::unexpected(indexes.error());
+  }
   auto listing = list();
   if (!listing) {
     return tl::unexpected(listing.error());
@@ -271,17 +312,23 @@ tl::expected<StoreUsage, std::string> BuildahStore::usage() const {
   std::set<std::string> stale_ids(verdict.stale.begin(), verdict.stale.end());
 
   StoreUsage usage;
+  std::map<std::string, std::string> kind_of;
   for (const BuildahImage& image : listing->images) {
-    std::string type = !image.names.empty()           ? "image"
+    std::string kind = !image.names.empty()           ? "image"
                        : stale_ids.contains(image.id) ? "dangling"
                                                       : "intermediate";
-    usage.bytes_by_type[type] += image.bytes;
-    usage.records_by_type[type] += 1;
-    usage.total_bytes += image.bytes;
-    if (type == "dangling") {
-      usage.reclaimable_bytes += image.bytes;
+    usage.records_by_type[kind] += 1;
+    kind_of[image.id] = std::move(kind);
+  }
+  for (const auto& [kind, share] : layer_bytes_by_kind(*indexes->images, *indexes->layers, kind_of,
+                                                       {"image", "intermediate", "dangling"})) {
+    usage.bytes_by_type[kind] = share.bytes;
+    if (kind == "no image") {
+      usage.records_by_type[kind] = share.layers; // no image to count: its layers
     }
   }
+  usage.reclaimable_bytes = usage.bytes_by_type["dangling"];
+  usage.total_bytes = tree_size(place->root).allocated;
   CacheDirCount cache = count_cache_dirs(buildah_cache_dirs());
   usage.bytes_by_type["cache-mount"] += cache.bytes;
   usage.records_by_type["cache-mount"] += cache.mounts;

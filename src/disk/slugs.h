@@ -30,7 +30,7 @@ bool same_filesystem(const std::filesystem::path& a, const std::filesystem::path
 struct Slug {
   std::filesystem::path path;
   std::string name;
-  uint64_t bytes = 0; // regular files only, symlinks not followed
+  uint64_t bytes = 0; // regular files, as tree_size counts them
   std::filesystem::file_time_type mtime;
 };
 

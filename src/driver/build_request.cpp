@@ -41,6 +41,10 @@ std::string work_tag(const Chain& chain, const Stage& stage) {
   return ref->repository() + ":" + tag.substr(0, 100) + "-kiln-" + key;
 }
 
+bool work_name_removable(const Chain& chain, const Stage& stage) {
+  return !stage.stable_name && stage.known_as() != chain.gates.final_stage;
+}
+
 bool handed_over_by_push(const Chain& chain, const Stage& stage) {
   // A stage nothing needs (a smoke stage, as a rule) is handed to no one: nothing to push.
   bool needed = std::any_of(chain.stages.begin(), chain.stages.end(), [&](const Stage& other) {

@@ -28,6 +28,12 @@ std::filesystem::path stage_metadata(const Chain& chain, const std::string& stag
 /// image only once every gate and smoke stage that guards it passed.
 std::string work_tag(const Chain& chain, const Stage& stage);
 
+/// Whether a disk lever may remove the stage's work name: only a test run's image (a smoke stage
+/// with no stable name), which nothing builds on or publishes and every run builds again. The
+/// image of a stage another stage builds on is the next run's layer cache even once its
+/// dependants built: removing one untags nothing the run needs now but makes the next rebuild it.
+bool work_name_removable(const Chain& chain, const Stage& stage);
+
 /// What tells this checkout's names apart from another's: 8 hex digits of its records folder.
 std::string checkout_key(const Chain& chain);
 

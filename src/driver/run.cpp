@@ -61,10 +61,8 @@ FloorScope Run::floor_scope() const {
       keep.insert(stage.needs.begin(), stage.needs.end());
     }
   }
-  // This checkout's work names only: a stable name is the user's, and the final image is what
-  // the chain exists to make.
   for (const auto& stage : m_chain.stages) {
-    if (keep.count(stage.name) == 0 && stage.known_as() != m_chain.gates.final_stage) {
+    if (keep.count(stage.name) == 0 && work_name_removable(m_chain, stage)) {
       scope.removable_tags.push_back(work_tag(m_chain, stage));
     }
   }

@@ -105,7 +105,12 @@ public:
   bool null() override { return scalar(); }
   bool boolean(bool) override { return scalar(); }
   bool number_integer(number_integer_t) override { return scalar(); }
-  bool number_unsigned(number_unsigned_t) override { return scalar(); }
+  bool number_unsigned(number_unsigned_t value) override {
+    if (m_depth == 2 && m_size != nullptr) {
+      *m_size = value;
+    }
+    return scalar();
+  }
   bool number_float(number_float_t, const string_t&) override { return scalar(); }
   bool binary(binary_t&) override { return scalar(); }
   bool string(string_t& text) override {
@@ -129,6 +134,10 @@ public:
     // A key given twice counts as written last, as a whole parse would take it.
     if (m_field != nullptr) {
       m_field->clear();
+    }
+    m_size = name == "diff-size" ? &entry.diff_size : nullptr;
+    if (m_size != nullptr) {
+      *m_size = 0;
     }
     m_names_next = name == "names";
     if (m_names_next) {
@@ -159,6 +168,7 @@ private:
   bool scalar() {
     if (m_depth == 2) {
       m_field = nullptr;
+      m_size = nullptr;
       m_names_next = false;
     }
     return true;
@@ -180,7 +190,8 @@ private:
   }
 
   int m_depth = 0;
-  std::string* m_field = nullptr; // the field of the entry the last key names
+  std::string* m_field = nullptr; // the text field of the entry the last key names
+  uint64_t* m_size = nullptr;     // the size field of the entry the last key names
   bool m_names_next = false;      // the last key was "names"
   bool m_in_names = false;        // inside the entry's names array
 };
@@ -206,6 +217,18 @@ std::string bare_image_id(std::string_view id) {
     id.remove_prefix(7);
   }
   return std::string(id);
+}
+
+tl::expected<StoreIndexes, std::string> read_store_indexes(const BuildahStorePlace& place) {
+  auto images = read_store_index(place, "images");
+  if (!images) {
+    return tl::unexpected(images.error());
+  }
+  auto layers = read_store_index(place, "layers");
+  if (!layers) {
+    return tl::unexpected(layers.error());
+  }
+  return StoreIndexes{*images, *layers};
 }
 
 std::optional<std::vector<StoreIndexEntry>> parse_store_index(std::string_view text) {

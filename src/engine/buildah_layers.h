@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,11 +37,20 @@ struct StoreIndexEntry {
   std::string layer;              // an image's top layer
   std::string parent;             // a layer's parent
   std::string diff_digest;        // a layer's uncompressed digest
+  uint64_t diff_size = 0;         // a layer's uncompressed size, 0 when not recorded
 };
 
 /// Parse one of the store's indexes (a JSON array of objects; entries that are not objects are
 /// passed over). nullopt when `text` is not such an array.
 std::optional<std::vector<StoreIndexEntry>> parse_store_index(std::string_view text);
+
+/// The store's images index and layers index, each as parse_store_index reads it. A parse is
+/// kept for as long as its file stays the same one.
+struct StoreIndexes {
+  std::shared_ptr<const std::vector<StoreIndexEntry>> images;
+  std::shared_ptr<const std::vector<StoreIndexEntry>> layers;
+};
+tl::expected<StoreIndexes, std::string> read_store_indexes(const BuildahStorePlace& place);
 
 /// The config blob of image `image_id` (with or without `sha256:`), read in place from the
 /// store at `place`: the store keeps it under its digest, which is the image's id, and it is

@@ -107,7 +107,7 @@ TEST(BuildahStoreParse, TheStoreRootIsBuildahInfosGraphRoot) {
   EXPECT_EQ(parse_buildah_info("{\"store\": {}}").error(), "buildah info names no store.GraphRoot");
 }
 
-TEST(BuildahStoreParse, TheStoreIndexesGiveNamesTopLayersAndTheLayerChain) {
+TEST(BuildahStoreParse, TheStoreIndexesGiveNamesTopLayersTheLayerChainAndItsSizes) {
   auto images = parse_store_index(slurp(k_fixtures / "store-index" / "images.json"));
   ASSERT_TRUE(images);
   ASSERT_EQ(images->size(), 2u);
@@ -126,11 +126,16 @@ TEST(BuildahStoreParse, TheStoreIndexesGiveNamesTopLayersAndTheLayerChain) {
   EXPECT_EQ((*layers)[1].diff_digest,
             "sha256:c84e89e832e631d8cc6766a8bcd0b923b9d13e17486e4c8dd9541eebf70bcf21");
   EXPECT_EQ((*layers)[0].parent, "");
+  EXPECT_EQ((*layers)[0].diff_size, 1984512u);
+  EXPECT_EQ((*layers)[1].diff_size, 142848u);
+  EXPECT_EQ(named.diff_size, 0u) << "an image records no diff size";
 
   // What is not a string is "", what is not an entry is passed over, what is not an array fails.
-  auto odd = parse_store_index(R"([1, ["id"], {"id": {"id": "x"}, "names": "n", "layer": 2},
+  auto odd = parse_store_index(
+      R"([1, ["id"], {"id": {"id": "x"}, "names": "n", "layer": 2, "diff-size": 9},
                                    {"names": ["a", ["b"], 3, "c"], "parent": "p", "id": "i",
-                                    "layer": "l", "layer": 7}])");
+                                    "layer": "l", "layer": 7, "diff-size": 5,
+                                    "diff-size": "5"}])");
   ASSERT_TRUE(odd);
   ASSERT_EQ(odd->size(), 2u);
   EXPECT_EQ((*odd)[0].id, "");
@@ -140,6 +145,8 @@ TEST(BuildahStoreParse, TheStoreIndexesGiveNamesTopLayersAndTheLayerChain) {
   EXPECT_EQ((*odd)[1].id, "i");
   EXPECT_EQ((*odd)[1].parent, "p");
   EXPECT_EQ((*odd)[1].layer, "") << "the last of a key given twice";
+  EXPECT_EQ((*odd)[0].diff_size, 9u);
+  EXPECT_EQ((*odd)[1].diff_size, 0u) << "the last of a key given twice, and not a number";
   EXPECT_FALSE(parse_store_index(R"({"id": "x"})"));
   EXPECT_FALSE(parse_store_index(R"([{"id": "x"})"));
 }
@@ -304,6 +311,60 @@ TEST(BuildahStoreParse, RemovalOutputNamesTheParentsBuildahTookAlong) {
   EXPECT_EQ(failed.in_use, 1);
   EXPECT_EQ(failed.errors,
             std::vector<std::string>{"locating image with ID \"ffff\": image not known"});
+}
+
+} // namespace
+} // namespace kiln
+
+namespace kiln {
+namespace {
+
+StoreIndexEntry layer(std::string id, std::string parent, uint64_t size) {
+  StoreIndexEntry entry;
+  entry.id = std::move(id);
+  entry.parent = std::move(parent);
+  entry.diff_size = size;
+  return entry;
+}
+
+StoreIndexEntry image(std::string id, std::string top) {
+  StoreIndexEntry entry;
+  entry.id = std::move(id);
+  entry.layer = std::move(top);
+  return entry;
+}
+
+TEST(BuildahStoreUsage, EachLayerCountsOnceUnderTheStrongestImageHoldingIt) {
+  // base <- tool <- final (tagged); base <- old (dangling, no build reuses it); tool <- step
+  // (an intermediate the tagged image's history repeats); and a working container's layer.
+  std::vector<StoreIndexEntry> layers = {layer("base", "", 100),    layer("tool", "base", 20),
+                                         layer("final", "tool", 3), layer("old", "base", 7),
+                                         layer("step", "tool", 5),  layer("rw", "final", 1)};
+  std::vector<StoreIndexEntry> images = {image("F", "final"), image("O", "old"), image("S", "step"),
+                                         image("G", "missing-layer")};
+  std::map<std::string, std::string> kind_of = {
+      {"F", "image"}, {"O", "dangling"}, {"S", "intermediate"}, {"G", "dangling"}};
+  auto shares = layer_bytes_by_kind(images, layers, kind_of, {"image", "intermediate", "dangling"});
+  EXPECT_EQ(shares["image"].bytes, 123u) << "base, tool and final: the base once";
+  EXPECT_EQ(shares["image"].layers, 3);
+  EXPECT_EQ(shares["intermediate"].bytes, 5u) << "its parents are the tagged image's";
+  EXPECT_EQ(shares["dangling"].bytes, 7u) << "only what no stronger image holds";
+  EXPECT_EQ(shares["no image"].bytes, 1u);
+  uint64_t total = 0;
+  for (const auto& [kind, share] : shares) {
+    total += share.bytes;
+  }
+  EXPECT_EQ(total, 136u) << "every layer exactly once";
+
+  // The same images listed the other way round, and a layer chain with a cycle, change nothing.
+  std::reverse(images.begin(), images.end());
+  layers.push_back(layer("loop-a", "loop-b", 2));
+  layers.push_back(layer("loop-b", "loop-a", 2));
+  images.push_back(image("L", "loop-a"));
+  kind_of["L"] = "dangling";
+  auto again = layer_bytes_by_kind(images, layers, kind_of, {"image", "intermediate", "dangling"});
+  EXPECT_EQ(again["image"].bytes, 123u);
+  EXPECT_EQ(again["dangling"].bytes, 11u);
 }
 
 } // namespace
