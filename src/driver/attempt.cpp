@@ -26,6 +26,20 @@ const std::vector<TransientClass>& builtin_transient_classes() {
   // /v2/ ping says `503 (Service Unavailable)`, a failed manifest read `503 Service Unavailable`,
   // and a 429 without an error body `StatusCode: 429, `.
   static const std::vector<TransientClass> k_classes = {
+      // The daemon went away under the build, or is not there: killed (`Unavailable ... error
+      // reading from server: EOF`), stopped, which cancels its builds (`failed to solve:
+      // Canceled: context canceled`; a cancel kiln asked for is an interrupt, a stall or a time
+      // limit, never classified), or not listening (`Unavailable: connection error`), as
+      // recorded from buildkitd v0.11.6. Nothing in the build failed: a restarted daemon took
+      // the next build at once, so it is retried even when the attempt failed identically.
+      {std::string(k_worker_lost_class),
+       builtin_patterns(
+           {R"(code = Unavailable desc = error reading from server)",
+            R"(failed to solve: Canceled: context canceled)",
+            R"(Unavailable: connection error: desc = "transport: error while dialing)"}),
+       {},
+       true,
+       true},
       // A registry cache import that times out (field notes: it killed six attempts in one
       // afternoon). Retried even when identical: after repeated flakes the run drops the
       // registry-facing cache arguments, so the next attempt is not the same build.

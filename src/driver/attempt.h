@@ -14,6 +14,10 @@ namespace kiln {
 /// registry-facing cache tiers after repeated hits.
 constexpr std::string_view k_cache_import_class = "cache-import";
 
+/// The class of a build whose BuildKit daemon was lost or not there: the worker failed, not the
+/// build.
+constexpr std::string_view k_worker_lost_class = "worker-lost";
+
 /// The class of an attempt the stall limit stopped (no output for the stage's stall_timeout_s).
 constexpr std::string_view k_stall_class = "stall";
 

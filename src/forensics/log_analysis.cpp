@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "forensics/log_analyzer_impl.h"
@@ -144,11 +145,31 @@ LogResult LogAnalyzer::Impl::finish() {
       s.open = false;
     }
   }
-  for (StepWork& s : steps) {
+  // A BuildKit build that failed with no vertex in error lost its daemon, or was cancelled by
+  // it: the step it was at failed, and the daemon's own error line is the reason.
+  std::optional<size_t> lost_at;
+  if (format == Format::buildkit && result.failed && !engine_error.empty() &&
+      std::none_of(steps.begin(), steps.end(),
+                   [](const StepWork& s) { return s.r.state == StepState::error; })) {
+    for (size_t i = steps.size(); i-- > 0;) {
+      if (steps[i].r.state == StepState::running || steps[i].r.state == StepState::canceled) {
+        steps[i].r.state = StepState::error;
+        lost_at = i;
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    StepWork& s = steps[i];
     if (s.block == Block::traceback) {
       end_traceback(s, {});
     }
     finish_step(s);
+    if (lost_at == i) {
+      s.r.errors = {engine_error};
+      s.r.errors_from_tail = false;
+      s.r.error_lines_total = 1;
+    }
     result.steps.push_back(std::move(s.r));
   }
   steps.clear();

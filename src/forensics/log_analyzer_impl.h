@@ -147,6 +147,7 @@ struct LogAnalyzer::Impl {
   enum class Format { unknown, buildkit, buildah } format = Format::unknown;
   bool undetectable = false;
   std::string last_non_empty; // bounded: the last non-empty line, for buildah's final error
+  std::string engine_error;   // bounded: BuildKit's first `error: ` line (its solve error)
   // BuildKit.
   std::unordered_map<int, size_t> by_number;
   std::optional<size_t> current;

@@ -114,6 +114,9 @@ void LogAnalyzer::Impl::buildkit_line(std::string_view text, uint64_t at) {
     bk_block = BkBlock::excerpt;
   } else if (text.starts_with("error: ")) {
     result.failed = true;
+    if (engine_error.empty()) {
+      engine_error = one_line(text, k_error_line_limit);
+    }
   }
 }
 

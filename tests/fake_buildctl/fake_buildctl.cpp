@@ -52,6 +52,8 @@ const std::vector<std::string> k_plan_cases = {"build-fresh",
                                                "build-export-registry-unreachable",
                                                "build-clipped",
                                                "import-flake",
+                                               "build-daemon-killed",
+                                               "build-daemon-terminated",
                                                "auto"};
 
 // Exit status of a request no recording covers: a mistake in the test or in kiln's argv, not an
@@ -513,6 +515,9 @@ void probe_pause() {
 }
 
 /// With KILN_FAKE_BUILDCTL_UNREACHABLE=1, fails the way buildctl does when no daemon listens.
+/// With KILN_FAKE_BUILDCTL_UNREACHABLE=1 no daemon listens: the command fails at once as
+/// recorded (build-no-daemon, build-tcp-refused, debug-workers-no-daemon, du-no-daemon), each
+/// command with its own words before the dial error, the address the invocation's.
 void require_daemon(const Invocation& inv) {
   if (env_or("KILN_FAKE_BUILDCTL_UNREACHABLE", "") != "1") {
     return;
@@ -524,8 +529,13 @@ void require_daemon(const Invocation& inv) {
     std::string socket = starts_with(inv.addr, "unix://") ? inv.addr.substr(7) : inv.addr;
     dial = "dial unix " + socket + ": connect: no such file or directory";
   }
-  throw Exit{1, "error: failed to call info: Unavailable: connection error: desc = \"transport: "
-                "error while dialing: " +
+  std::string call = inv.command == "build" ? "listing workers for Build: failed to list workers"
+                     : inv.command == "debug workers" ? "failed to list workers"
+                     : inv.command == "du"            ? "failed to call diskusage"
+                                                      : "failed to call info";
+  throw Exit{1, "error: " + call +
+                    ": Unavailable: connection error: desc = \"transport: error "
+                    "while dialing: " +
                     dial + "\""};
 }
 
@@ -580,14 +590,40 @@ int run_prune(const Invocation& inv, size_t from) {
   return 0;
 }
 
-int run_debug(Invocation& inv, size_t from) {
-  if (from >= inv.args.size() || inv.args[from] != "info") {
-    unrecorded("no recording of debug " + (from < inv.args.size() ? inv.args[from] : ""));
+/// The recorded `debug workers` table or its `-v` form, with KILN_FAKE_BUILDKIT_PLATFORMS (a
+/// comma-separated list) in place of the recorded daemon's platforms when set.
+void print_workers(bool verbose) {
+  std::string text =
+      read_file(recording_path(verbose ? "debug-workers-verbose.stdout" : "debug-workers.stdout"));
+  const std::string recorded = "linux/amd64,linux/amd64/v2,linux/amd64/v3,linux/amd64/v4";
+  std::string platforms = env_or("KILN_FAKE_BUILDKIT_PLATFORMS", "");
+  if (!platforms.empty()) {
+    size_t at = text.find(recorded);
+    if (at == std::string::npos) {
+      unrecorded("the debug workers recording lists other platforms");
+    }
+    text.replace(at, recorded.size(), platforms);
   }
-  inv.command = "debug info";
-  parse_flags(inv.args, from + 1, {});
+  write_all(STDOUT_FILENO, text);
+}
+
+int run_debug(Invocation& inv, size_t from) {
+  std::string what = from < inv.args.size() ? inv.args[from] : "";
+  if (what != "info" && what != "workers") {
+    unrecorded("no recording of debug " + what);
+  }
+  inv.command = "debug " + what;
+  ParsedFlags parsed = parse_flags(
+      inv.args, from + 1,
+      what == "workers" ? std::map<std::string, FlagSpec>{{"verbose", {"verbose", false}},
+                                                          {"v", {"verbose", false}}}
+                        : std::map<std::string, FlagSpec>{});
   probe_pause();
   require_daemon(inv);
+  if (what == "workers") {
+    print_workers(is_set(parsed, "verbose"));
+    return 0;
+  }
   // v0.11.6 cmd/buildctl/debug/info.go: a tabwriter line "BuildKit:\t%s %s %s", padding 1.
   write_all(STDOUT_FILENO, "BuildKit: " + version_words() + "\n");
   return 0;

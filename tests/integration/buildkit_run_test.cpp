@@ -384,6 +384,50 @@ TEST(BuildkitRun, TwoImportFlakesThenTheRegistryIsDroppedAndTheLocalTierFinishes
       << driver_log;
 }
 
+TEST(BuildkitRun, ADaemonLostMidBuildIsTheWorkersFailureAndIsRetried) {
+  ChainDir dir;
+  write_work_chain(dir, "", "");
+  FakeBuildkit fake(dir);
+  // Killed, then stopped (it cancels its builds), then back.
+  fake.plan("work.Dockerfile build-daemon-killed build-daemon-terminated build-fresh\n");
+  KilnResult run = dir.kiln({"run", "chain.toml"}, nullptr, fake.env());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  json attempts = dir.latest_manifest()["stages"][0]["attempts"];
+  ASSERT_EQ(attempts.size(), 3u);
+  for (int i : {0, 1}) {
+    EXPECT_EQ(attempts[i]["verdict"], "retry") << attempts[i];
+    EXPECT_EQ(attempts[i]["transient_class"], "worker-lost") << attempts[i];
+  }
+  EXPECT_EQ(attempts[0]["matched_line"],
+            "error: failed to receive status: rpc error: code = Unavailable desc = error reading "
+            "from server: EOF");
+  EXPECT_EQ(attempts[1]["matched_line"], "error: failed to solve: Canceled: context canceled");
+
+  // A daemon lost on every attempt fails the stage as the worker's failure, not the Dockerfile's.
+  fake.plan("work.Dockerfile build-daemon-killed\n");
+  KilnResult lost = dir.kiln({"run", "chain.toml"}, nullptr, fake.env());
+  EXPECT_EQ(lost.exit_code, 1) << lost.output;
+  json stage = dir.latest_manifest()["stages"][0];
+  EXPECT_EQ(stage["attempts"].size(), 3u) << "retried although identical";
+  EXPECT_EQ(stage["attempts"][2]["verdict"], "exhausted");
+  EXPECT_NE(stage["failure"].get<std::string>().find("class 'worker-lost'"), std::string::npos)
+      << stage["failure"];
+  EXPECT_EQ(stage["failure"].get<std::string>().find("script or compile"), std::string::npos)
+      << stage["failure"];
+  KilnResult analyzed =
+      dir.kiln({"logs", "analyze", "latest", "--records", "records", "--format", "json"});
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.output;
+  // The step the daemon was lost at failed, and the daemon's own line says why.
+  json errors = json::parse(analyzed.output)["errors"];
+  ASSERT_EQ(errors.size(), 3u) << analyzed.output;
+  for (const json& error : errors) {
+    EXPECT_EQ(error["id"], "#6") << error;
+    EXPECT_EQ(error["lines"], json::array({"error: failed to receive status: rpc error: code = "
+                                           "Unavailable desc = error reading from server: EOF"}))
+        << error;
+  }
+}
+
 TEST(BuildkitRun, NoCacheExportDropsTheRegistryUpFront) {
   ChainDir dir;
   write_work_chain(dir, "\n[cache]\nlocal = true\n",

@@ -53,15 +53,17 @@ TEST(BuiltinTransientClasses, NamesInOrderAndWhichReadOnlyTheEnginesLines) {
   std::vector<std::string> names;
   for (const TransientClass& transient : builtins()) {
     names.push_back(transient.name);
-    EXPECT_EQ(transient.retry_despite_identical,
-              transient.name == "snapshot-checksum" || transient.name == "cache-import");
+    EXPECT_EQ(transient.retry_despite_identical, transient.name == "snapshot-checksum" ||
+                                                     transient.name == "cache-import" ||
+                                                     transient.name == "worker-lost");
     // A fetch inside a RUN is the one flake a step's own output shows.
     EXPECT_EQ(transient.engine_only, transient.name != "fetch-network") << transient.name;
     EXPECT_FALSE(transient.patterns.empty()) << transient.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"cache-import", "fetch-network", "registry-network",
-                                             "engine-session", "storage-contention",
-                                             "snapshot-mount", "snapshot-checksum"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"worker-lost", "cache-import", "fetch-network",
+                                      "registry-network", "engine-session", "storage-contention",
+                                      "snapshot-mount", "snapshot-checksum"}));
 }
 
 TEST(VerdictName, EveryVerdict) {

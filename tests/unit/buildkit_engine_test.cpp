@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "driver/attempt.h"
 #include "engine/buildkit_engine.h"
 #include "engine/buildkit_output.h"
 #include "util/fs.h"
@@ -414,6 +415,46 @@ TEST(BuildkitOutput, EngineEvidenceLeavesOutWhatARunStepPrinted) {
   // A vertex that is no RUN step (a cache import) is the engine's own work: its lines stay.
   auto import = replay(fixture("build-import-registry-unreachable.stderr"));
   EXPECT_EQ(import->engine_evidence(), import->evidence());
+}
+
+TEST(BuildkitOutput, ALostDaemonIsTheWorkerNotTheBuild) {
+  // Killed, stopped (it cancels its builds), restarted too late for the build, and not there at
+  // all: the worker failed, and the attempt is retried even when it failed identically.
+  for (const char* name :
+       {"build-daemon-killed", "build-daemon-terminated", "build-daemon-restarted",
+        "build-no-daemon", "build-refused", "build-tcp-refused"}) {
+    auto output = replay(fixture(std::string(name) + ".stderr"));
+    Tail evidence = output->evidence();
+    Tail engine = output->engine_evidence();
+    FailureVerdict first =
+        classify_failure(evidence, std::nullopt, 1, 3, builtin_transient_classes(), &engine);
+    EXPECT_EQ(first.class_name, k_worker_lost_class) << name;
+    EXPECT_EQ(first.verdict, Verdict::retry) << name;
+    FailureVerdict again =
+        classify_failure(evidence, evidence, 2, 3, builtin_transient_classes(), &engine);
+    EXPECT_EQ(again.verdict, Verdict::retry) << name << ": " << again.reason;
+  }
+  // The client's own cancel (buildctl stopped while the daemon was frozen) is not the daemon's:
+  // kiln's stops never reach classification, and nothing else names the worker.
+  auto stopped = replay(fixture("build-daemon-stopped.stderr"));
+  Tail engine = stopped->engine_evidence();
+  EXPECT_NE(classify_failure(stopped->evidence(), std::nullopt, 1, 3, builtin_transient_classes(),
+                             &engine)
+                .class_name,
+            k_worker_lost_class);
+  // A RUN step that prints the daemon's words and fails is the step's failure.
+  auto echoed =
+      replay("#6 [slow 1/1] RUN ./test\n"
+             "#6 0.2 rpc error: code = Unavailable desc = error reading from server: EOF\n"
+             "#6 ERROR: process \"/bin/sh -c ./test\" did not complete successfully: "
+             "exit code: 1\n"
+             "error: failed to solve: process \"/bin/sh -c ./test\" did not complete "
+             "successfully: exit code: 1\n");
+  Tail echoed_engine = echoed->engine_evidence();
+  EXPECT_EQ(classify_failure(echoed->evidence(), std::nullopt, 1, 3, builtin_transient_classes(),
+                             &echoed_engine)
+                .verdict,
+            Verdict::permanent);
 }
 
 TEST(BuildkitOutput, AnImportThatCouldNotConnectIsNotTheFailure) {

@@ -187,6 +187,26 @@ TEST(LogAnalysisBuildKit, FailedRunNamesTheRealErrorOnce) {
   EXPECT_EQ(failed.stage, "broken");
 }
 
+TEST(LogAnalysisBuildKit, ADaemonLostMidStepFailsThatStepWithTheDaemonsLine) {
+  for (const char* name : {"build-daemon-killed", "build-daemon-terminated"}) {
+    LogResult log = analyze(k_buildkit + name + ".stderr");
+    EXPECT_TRUE(log.failed) << name;
+    ASSERT_EQ(log.steps.size(), 6u) << name;
+    const StepResult& lost = log.steps[5];
+    EXPECT_EQ(lost.id, "#6") << name;
+    EXPECT_EQ(lost.state, StepState::error) << name;
+    ASSERT_EQ(lost.errors.size(), 1u) << name;
+    EXPECT_TRUE(lost.errors[0].starts_with("error: failed to ")) << lost.errors[0];
+    EXPECT_FALSE(lost.errors_from_tail);
+    for (size_t i = 0; i < 5; ++i) {
+      EXPECT_NE(log.steps[i].state, StepState::error) << name << " " << log.steps[i].id;
+    }
+  }
+  // A build whose vertex failed keeps that vertex's lines: the daemon's summary adds nothing.
+  LogResult failed = analyze(k_buildkit + "build-fail-run.stderr");
+  EXPECT_EQ(failed.steps[7].errors, std::vector<std::string>{"error: compile failed in foo.c"});
+}
+
 // ----- recorded buildah -----
 
 TEST(LogAnalysisBuildah, FreshBuildStepTableIsUntimedWithoutSidecar) {
