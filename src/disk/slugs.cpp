@@ -67,17 +67,6 @@ std::string gib_text(uint64_t bytes, bool round_up) {
   return gib_text(static_cast<double>(bytes) / static_cast<double>(k_gib), round_up);
 }
 
-std::string first_names(const std::vector<std::string>& names, size_t at_most) {
-  std::string text;
-  for (size_t i = 0; i < names.size() && i < at_most; ++i) {
-    text += (i == 0 ? "" : ", ") + names[i];
-  }
-  if (names.size() > at_most) {
-    text += fmt::format(" and {} more", names.size() - at_most);
-  }
-  return text;
-}
-
 bool same_filesystem(const fs::path& a, const fs::path& b) {
   auto da = filesystem_device(a);
   auto db = filesystem_device(b);

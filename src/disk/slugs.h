@@ -17,10 +17,6 @@ inline constexpr uint64_t k_gib = uint64_t{1} << 30;
 std::string gib_text(uint64_t bytes, bool round_up = false);
 std::string gib_text(double gib, bool round_up = false);
 
-/// The first `at_most` of `names`, comma-separated, and how many more there are: a log line
-/// that names what was removed without growing with the store.
-std::string first_names(const std::vector<std::string>& names, size_t at_most);
-
 /// True when both paths (or the nearest existing folders above them) live on one filesystem.
 /// Freeing space under one path only helps the other when this holds.
 bool same_filesystem(const std::filesystem::path& a, const std::filesystem::path& b);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "chain/loader.h"
 #include "util/fs.h"
 #include "util/strings.h"
 
@@ -34,6 +35,62 @@ std::optional<std::string> remembered_text(const std::filesystem::path& records,
     return std::nullopt;
   }
   return text;
+}
+
+/// A platform the daemon does not list, one message per platform naming its stages: BuildKit
+/// builds such a request anyway, running the host's own binaries where no emulator is, and
+/// labels the result with the platform asked for (an amd64 daemon built "linux/s390x" with
+/// x86-64 binaries in it). What cannot be read is a warning: the builds will tell.
+std::vector<std::string> platform_problems(const Engine& engine, const std::string& host,
+                                           const std::vector<BuildRequest>& requests,
+                                           std::vector<std::string>& warnings) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> wanted; // platform, its stages
+  for (const auto& request : requests) {
+    if (request.platform.empty()) {
+      continue;
+    }
+    auto known = std::find_if(wanted.begin(), wanted.end(),
+                              [&](const auto& entry) { return entry.first == request.platform; });
+    if (known == wanted.end()) {
+      wanted.push_back({request.platform, {}});
+      known = wanted.end() - 1;
+    }
+    known->second.push_back(request.stage);
+  }
+  if (wanted.empty()) {
+    return {};
+  }
+  auto listed = engine.platforms();
+  if (!listed) {
+    warnings.push_back(fmt::format("the platforms the builder offers are not known ({}), so "
+                                   "{} cannot be checked against them",
+                                   listed.error(), wanted.front().first));
+    return {};
+  }
+  if (listed->empty()) {
+    return {};
+  }
+  std::vector<std::string> offered;
+  for (const auto& platform : *listed) {
+    offered.push_back(chain_loading::normalize_platform(platform).value_or(platform));
+  }
+  std::vector<std::string> problems;
+  for (const auto& [platform, stages] : wanted) {
+    if (std::find(offered.begin(), offered.end(), platform) != offered.end()) {
+      continue;
+    }
+    problems.push_back(fmt::format(
+        "stage(s) {} build for {}, which the BuildKit daemon at {} does not offer (it offers {}): "
+        "it would build them with its own machine's binaries and label them {}; register an "
+        "emulator for {} on that host (binfmt_misc, e.g. Debian's qemu-user-static), or give "
+        "the lane a daemon of that platform",
+        first_names(stages, 3), platform,
+        host.empty() ? "the chain's address ([engine.buildkit] host, else BUILDKIT_HOST, else "
+                       "buildctl's default)"
+                     : host,
+        join(*listed, ", "), platform, platform));
+  }
+  return problems;
 }
 
 } // namespace
@@ -98,6 +155,10 @@ tl::expected<EngineVersions, std::string> engine_versions(const Engine& engine,
     }
     for (auto& warning : asked.version_warnings(daemon.requests, version->text)) {
       versions.warnings.push_back(std::move(warning));
+    }
+    for (auto& problem :
+         platform_problems(asked, daemon.host, daemon.requests, versions.warnings)) {
+      versions.problems.push_back(std::move(problem));
     }
     texts.push_back(daemon.host.empty() ? version->text : daemon.host + ": " + version->text);
     versions.each.push_back(std::move(*version));

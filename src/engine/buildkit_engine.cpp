@@ -1,5 +1,6 @@
 #include "engine/buildkit_engine.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <future>
@@ -11,6 +12,7 @@
 #include "engine/image_config.h"
 #include "util/diagnostic.h"
 #include "util/fs.h"
+#include "util/process.h"
 #include "util/strings.h"
 
 namespace kiln {
@@ -230,6 +232,52 @@ tl::expected<std::string, std::string> BuildkitEngine::version() const {
     versions.daemon = BuildkitSide::without_info();
   }
   return versions.text();
+}
+
+std::optional<std::vector<std::string>> parse_buildkit_workers(std::string_view text) {
+  std::vector<std::string> platforms;
+  bool header = false;
+  LineSplitter lines([&](std::string_view line) {
+    std::string_view row = trim(line);
+    if (row.empty()) {
+      return;
+    }
+    if (!header) {
+      // v0.11.6 cmd/buildctl/debug/workers.go: "ID\tPLATFORMS" through a tabwriter.
+      header = row.starts_with("ID") && trim(row.substr(2)) == "PLATFORMS";
+      return;
+    }
+    size_t gap = row.find_first_of(" \t");
+    if (gap == std::string_view::npos) {
+      return; // a worker that lists no platform
+    }
+    for (std::string_view platform : split(trim(row.substr(gap)), ',')) {
+      std::string one(trim(platform));
+      if (!one.empty() && std::find(platforms.begin(), platforms.end(), one) == platforms.end()) {
+        platforms.push_back(std::move(one));
+      }
+    }
+  });
+  lines.feed(text);
+  lines.finish();
+  if (!header) {
+    return std::nullopt;
+  }
+  return platforms;
+}
+
+tl::expected<std::vector<std::string>, std::string> BuildkitEngine::platforms() const {
+  CapturedRun workers = run_captured(command({"debug", "workers"}));
+  if (!workers.exit.ok()) {
+    return tl::unexpected(fmt::format("buildctl debug workers at {} failed: {}", m_address.shown(),
+                                      workers.failure()));
+  }
+  auto listed = parse_buildkit_workers(workers.output);
+  if (!listed) {
+    return tl::unexpected(
+        fmt::format("buildctl debug workers at {} printed no worker table", m_address.shown()));
+  }
+  return *listed;
 }
 
 std::string BuildkitEngine::version_key() const {

@@ -20,6 +20,11 @@ struct BuildkitVersion {
   auto operator<=>(const BuildkitVersion&) const = default;
 };
 
+/// The platforms `buildctl debug workers` lists (its `ID  PLATFORMS` table, a row per worker,
+/// each row's platforms comma-separated), every worker's, each once, in order; nullopt when the
+/// text is not that table.
+std::optional<std::vector<std::string>> parse_buildkit_workers(std::string_view text);
+
 /// What one side of BuildKit, buildctl or buildkitd, says its version is.
 struct BuildkitSide {
   std::string reported;                   // as printed ("v0.11.6", "0.0.0+unknown"); "" if none
@@ -90,6 +95,8 @@ public:
   /// buildctl's file and, for a local daemon that is listening, its socket file: a restarted
   /// daemon binds a new one. A tcp:// daemon has none.
   std::string version_key() const override;
+  /// `buildctl debug workers`, read with parse_buildkit_workers.
+  tl::expected<std::vector<std::string>, std::string> platforms() const override;
   std::unique_ptr<Engine> on_host(const BuildRequest& request) const override {
     return std::make_unique<BuildkitEngine>(BuildkitAddress{
         request.host, "a [[lane]] host", request.tls_ca, request.tls_cert, request.tls_key});

@@ -163,6 +163,13 @@ public:
     return nullptr;
   }
 
+  /// The platforms the builder builds for, natively or through an emulator it has, as it lists
+  /// them; empty when there is no daemon to ask (buildah builds what its host runs), an error
+  /// saying why they could not be read.
+  virtual tl::expected<std::vector<std::string>, std::string> platforms() const {
+    return std::vector<std::string>{};
+  }
+
   /// Options in `requests` that the builder at `version` rejects, one message each.
   virtual std::vector<std::string> unsupported(const std::vector<BuildRequest>& requests,
                                                const std::string& version) const {

@@ -266,4 +266,15 @@ std::optional<std::string> base64_decode(std::string_view text) {
   return out;
 }
 
+std::string first_names(const std::vector<std::string>& names, size_t at_most) {
+  std::string text;
+  for (size_t i = 0; i < names.size() && i < at_most; ++i) {
+    text += (i == 0 ? "" : ", ") + names[i];
+  }
+  if (names.size() > at_most) {
+    text += " and " + std::to_string(names.size() - at_most) + " more";
+  }
+  return text;
+}
+
 } // namespace kiln

@@ -8,6 +8,10 @@
 namespace kiln {
 
 std::vector<std::string> split(std::string_view text, char separator);
+
+/// The first `at_most` of `names`, comma-separated, and how many more there are: a line that
+/// names what it is about without growing with it.
+std::string first_names(const std::vector<std::string>& names, size_t at_most);
 std::string_view trim(std::string_view text);
 /// trim() of every ASCII space Go's strings.TrimSpace drops, \v and \f too: for text BuildKit
 /// reads with it (a `# check=` directive, a .dockerignore line).

@@ -1,5 +1,6 @@
 // buildctl's plain progress, read as a run reads it: line by line into the engine's output
-// reader (the plain-progress parser beneath it), then everything a run asks of it.
+// reader (the plain-progress parser beneath it), then everything a run asks of it; and the same
+// text as `debug workers` output.
 #include <cstdlib>
 
 #include "engine/buildkit_engine.h"
@@ -16,6 +17,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   });
   lines.feed(fuzz::as_text(data, size));
   lines.finish();
+  if (auto platforms = parse_buildkit_workers(fuzz::as_text(data, size))) {
+    for (const std::string& platform : *platforms) {
+      if (platform.empty() || platform.find(',') != std::string::npos) {
+        std::abort();
+      }
+    }
+  }
   const BuildProgress& progress = output->progress();
   if (progress.steps_cached > progress.steps_run || progress.vertices_cached > progress.vertices) {
     std::abort();

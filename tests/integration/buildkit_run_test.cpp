@@ -762,7 +762,14 @@ struct TwoLaneChain {
   }
 
   KilnResult run() const {
-    return dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, nullptr, fake.env());
+    return dir.kiln({"run", "--engine", "buildkit", "chain.toml"}, nullptr, env());
+  }
+
+  /// Both daemons offer both lanes' platforms: the recorded amd64 one's, and arm64 as a daemon
+  /// with an arm64 emulator registered lists it.
+  Env env() const {
+    return fake.env({{"KILN_FAKE_BUILDKIT_PLATFORMS",
+                      "linux/amd64,linux/amd64/v2,linux/amd64/v3,linux/amd64/v4,linux/arm64"}});
   }
 
   /// What the registry serves under the index's reference, read with its own API: each
@@ -806,6 +813,40 @@ struct TwoLaneChain {
   FakeBuildkit fake;
   std::string amd64, arm64, index;
 };
+
+/// A lane whose platform its daemon does not list is refused before anything builds: the
+/// recorded amd64 daemon built "linux/s390x" with its own binaries when asked.
+TEST(BuildkitRun, ALanePlatformItsDaemonDoesNotOfferIsRefusedBeforeAnythingBuilds) {
+  ChainDir dir;
+  write_work_chain(dir, "", "");
+  std::string chain = dir.read("chain.toml");
+  chain.replace(chain.find("lane = \"amd64\"\n"), 15, "");
+  chain.insert(chain.find("[[stage]]"),
+               "[[lane]]\nname = \"amd64\"\nplatform = \"linux/amd64/v3\"\n\n[[lane]]\n"
+               "name = \"s390x\"\nplatform = \"linux/s390x\"\n\n");
+  dir.write("chain.toml", chain);
+  FakeBuildkit fake(dir);
+  KilnResult refused = dir.kiln({"run", "chain.toml"}, nullptr, fake.env());
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find(
+                "stage(s) s390x/work build for linux/s390x, which the BuildKit daemon at the "
+                "chain's address ([engine.buildkit] host, else BUILDKIT_HOST, else buildctl's "
+                "default) does not offer (it offers linux/amd64, linux/amd64/v2, linux/amd64/v3, "
+                "linux/amd64/v4)"),
+            std::string::npos)
+      << refused.output;
+  EXPECT_EQ(refused.output.find("amd64/work build for"), std::string::npos) << refused.output;
+  EXPECT_TRUE(fake.builds().empty());
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "records" / "latest"));
+
+  // With an s390x emulator registered the daemon lists it, and both lanes build.
+  KilnResult emulated = dir.kiln(
+      {"run", "chain.toml"}, nullptr,
+      fake.env({{"KILN_FAKE_BUILDKIT_PLATFORMS",
+                 "linux/amd64,linux/amd64/v2,linux/amd64/v3,linux/amd64/v4,linux/s390x"}}));
+  EXPECT_EQ(emulated.exit_code, 0) << emulated.output;
+  EXPECT_EQ(fake.builds().size(), 2u);
+}
 
 std::map<std::string, std::string> stage_outcomes(const json& manifest) {
   std::map<std::string, std::string> outcomes;
@@ -942,7 +983,7 @@ TEST(BuildkitRun, BothLanesGreenPublishOneAttestedIndexAndALaterFailedLaneLeaves
 
   // `kiln attest verify` reads it all back: every platform has both.
   KilnResult verified =
-      dir.kiln({"attest", "verify", lanes.index, "--tls-verify=false"}, nullptr, lanes.fake.env());
+      dir.kiln({"attest", "verify", lanes.index, "--tls-verify=false"}, nullptr, lanes.env());
   EXPECT_EQ(verified.exit_code, 0) << verified.output;
   EXPECT_NE(verified.output.find("2 platform image(s), each with its provenance and SBOM"),
             std::string::npos)
@@ -960,7 +1001,7 @@ TEST(BuildkitRun, BothLanesGreenPublishOneAttestedIndexAndALaterFailedLaneLeaves
                                     "application/vnd.oci.image.index.v1+json"));
   KilnResult refused =
       dir.kiln({"attest", "verify", registry.host() + "/demo/app:tampered", "--tls-verify=false"},
-               nullptr, lanes.fake.env());
+               nullptr, lanes.env());
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
   EXPECT_NE(refused.output.find("kiln: refused: linux/arm64 " + served["linux/arm64"] +
                                 ": no attestation manifest refers to it"),
@@ -1064,7 +1105,7 @@ TEST(BuildkitRun, APublishWithoutSkopeoIsRefusedBeforeAnythingBuilds) {
   LocalRegistry registry(dir.path() / "registry");
   ASSERT_TRUE(registry.ready());
   TwoLaneChain lanes(dir, registry);
-  Env env = lanes.fake.env();
+  Env env = lanes.env();
   for (auto& [name, value] : env) {
     if (name == "PATH") {
       value = KILN_FAKE_BUILDCTL_DIR; // buildctl, and no skopeo

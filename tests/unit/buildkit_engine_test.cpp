@@ -58,6 +58,24 @@ BuildRequest minimal_request(const fs::path& records) {
   return request;
 }
 
+TEST(BuildkitWorkers, ThePlatformsOfEveryWorkerEachOnce) {
+  auto recorded = parse_buildkit_workers(fixture("debug-workers.stdout"));
+  ASSERT_TRUE(recorded);
+  EXPECT_EQ(*recorded, (std::vector<std::string>{"linux/amd64", "linux/amd64/v2", "linux/amd64/v3",
+                                                 "linux/amd64/v4"}));
+  // Two workers (an OCI and a containerd one) share platforms; one lists none.
+  auto two = parse_buildkit_workers("ID\t\tPLATFORMS\nabc\tlinux/amd64,linux/arm64\n"
+                                    "def   linux/arm64, linux/riscv64\nlonely\n\n");
+  ASSERT_TRUE(two);
+  EXPECT_EQ(*two, (std::vector<std::string>{"linux/amd64", "linux/arm64", "linux/riscv64"}));
+  EXPECT_EQ(parse_buildkit_workers("ID\tPLATFORMS\n"), std::vector<std::string>{});
+  // The verbose form, an error, nothing: not the table.
+  EXPECT_FALSE(parse_buildkit_workers(fixture("debug-workers-verbose.stdout")));
+  EXPECT_FALSE(parse_buildkit_workers(fixture("debug-workers-no-daemon.stderr")));
+  EXPECT_FALSE(parse_buildkit_workers(""));
+  EXPECT_FALSE(parse_buildkit_workers("IDENTITY PLATFORMS\n"));
+}
+
 TEST(BuildkitEngine, MinimalArgvExportsAnOciLayoutWithItsMetadata) {
   BuildkitEngine engine({});
   BuildRequest request = minimal_request("/r");
