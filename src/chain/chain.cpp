@@ -34,6 +34,15 @@ const Stage* Chain::find_stage(const std::string& name) const {
   return nullptr;
 }
 
+const Worker* Chain::find_worker(const std::string& name) const {
+  for (const auto& worker : workers) {
+    if (worker.name == name) {
+      return &worker;
+    }
+  }
+  return nullptr;
+}
+
 const Lane* Chain::find_lane(const std::string& name) const {
   for (const auto& lane : lanes) {
     if (lane.name == name) {

@@ -204,6 +204,13 @@ struct Stage {
   /// once the chain is loaded, the one lane of this copy.
   std::vector<std::string> lanes;
   std::vector<SourcePos> lanes_pos;
+  /// Labels a worker of its pool must have to build it (a GPU, a big disk).
+  std::vector<std::string> worker_labels;
+  SourcePos worker_labels_pos;
+  /// The workers it may be placed on, in the chain file's order: its lane's pool (or the
+  /// chain's) less those without its labels or its lane's platform; empty: no pool, it builds
+  /// on its lane's host. Set when the lanes are expanded.
+  std::vector<std::string> workers;
 
   // BuildKit cache tiers.
   std::string lane;                  // part of the local cache slug's name (an arch, a variant);
@@ -218,6 +225,20 @@ struct Stage {
   std::optional<double> mem_per_job_gb; // the job budget's divisor; [resources] mem_per_job_gb
 };
 
+/// A BuildKit daemon of a pool: a lane that names it in `workers` (or a chain without lanes,
+/// in `[engine.buildkit] workers`) places each of its stages on one of the pool's workers.
+struct Worker {
+  std::string name;
+  std::string host;                    // its BuildKit address (buildctl --addr)
+  std::filesystem::path ca, cert, key; // TLS files for a tcp:// host, absolute; "" for none
+  std::vector<std::string> platforms;  // what it builds for, normalised; empty: not said
+  std::vector<std::string> labels;     // what a stage's worker_labels may ask of it
+  int max_parallel = 1;                // stages building on it at once
+  std::optional<double> memory_gb;     // what it has, for the budget of a stage on it
+  std::optional<int> cores;
+  SourcePos pos;
+};
+
 /// One copy of the chain for one platform or worker: every stage runs once per lane unless it
 /// names its lanes. Its stages' images, layouts, budget files and cache slugs are its own.
 struct Lane {
@@ -225,7 +246,9 @@ struct Lane {
   std::string platform;                // BuildKit `--opt platform=`, buildah `--platform`
   std::string host;                    // the BuildKit address its builds go to; "" the chain's
   std::filesystem::path ca, cert, key; // TLS files for a tcp:// host, absolute; "" for none
-  KeyValues build_args;                // over the stage's own, under the command line's
+  std::vector<std::string> workers;    // its pool: [[worker]] names; empty: `host`
+  std::vector<SourcePos> workers_pos;
+  KeyValues build_args; // over the stage's own, under the command line's
   SourcePos pos;
 };
 
@@ -236,7 +259,12 @@ struct Chain {
   std::string engine = "buildah";
   std::string buildah_isolation = "chroot";
   std::string buildkit_host; // [engine.buildkit] host; empty: buildctl's default
-  std::string registry;      // stage handoff by push when set (BuildKit)
+  /// [engine.buildkit] workers: the pool of a chain without lanes (and of lanes that name
+  /// neither a host nor workers).
+  std::vector<std::string> buildkit_workers;
+  std::vector<SourcePos> buildkit_workers_pos;
+  std::vector<Worker> workers; // [[worker]] tables, in file order
+  std::string registry;        // stage handoff by push when set (BuildKit)
   CachePolicy cache;
   DiskSettings disk;
   ResourceSettings resources;
@@ -258,6 +286,7 @@ struct Chain {
 
   const Stage* find_stage(const std::string& name) const;
   const Lane* find_lane(const std::string& name) const;
+  const Worker* find_worker(const std::string& name) const;
 
   /// The reference a stage's image is pushed to when the chain names a registry: the tag's
   /// repository and tag moved under the registry (`localhost/hello-base:latest` ->

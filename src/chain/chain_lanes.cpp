@@ -67,6 +67,9 @@ void Loader::read_lane(const toml::table& table) {
   if (const auto* build_args = get<toml::table>(table, where, "build_args")) {
     read_build_args(*build_args, lane.build_args, nullptr);
   }
+  read_names(table, "workers", "a worker name",
+             "write workers = [\"bk1\", ...] with names of [[worker]] tables", lane.workers,
+             lane.workers_pos, "[[lane]]");
   m_chain.lanes.push_back(std::move(lane));
 }
 

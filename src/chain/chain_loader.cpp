@@ -469,6 +469,9 @@ tl::expected<Chain, Diagnostics> Loader::load() {
     error(pos(*stages), "the chain has no stages: 'stage' is an empty array",
           "add a [[stage]] table with a name and a dockerfile");
   }
+  for (const auto* table : tables_in(root, "worker")) {
+    read_worker(*table);
+  }
   for (const auto* table : tables_in(root, "lane")) {
     read_lane(*table);
   }
@@ -483,6 +486,7 @@ tl::expected<Chain, Diagnostics> Loader::load() {
   check_cache_tiers();
   check_gates();
   check_lanes();
+  check_workers();
   check_publish();
 
   if (!m_diagnostics.empty()) {
@@ -495,6 +499,7 @@ tl::expected<Chain, Diagnostics> Loader::load() {
     return tl::unexpected(std::move(m_diagnostics));
   }
   expand_lanes();
+  place_in_pools();
   return std::move(m_chain);
 }
 

@@ -81,6 +81,9 @@ void Loader::read_engine(const toml::table& root) {
   check_keys(*engine, "in [engine]", k_engine_keys);
   if (const auto* buildkit = get<toml::table>(*engine, "in [engine]", "buildkit")) {
     check_keys(*buildkit, "in [engine.buildkit]", k_buildkit_keys);
+    read_names(*buildkit, "workers", "a worker name",
+               "write workers = [\"bk1\", ...] with names of [[worker]] tables",
+               m_chain.buildkit_workers, m_chain.buildkit_workers_pos, "[engine.buildkit]");
     if (const auto* host = get<std::string>(*buildkit, "in [engine.buildkit]", "host")) {
       m_chain.buildkit_host = host->get();
       if (std::string wrong = host_address_problem(m_chain.buildkit_host); !wrong.empty()) {
@@ -405,8 +408,8 @@ void Loader::read_transient(const toml::table& table) {
 const toml::array* Loader::read_names(const toml::table& table, std::string_view key,
                                       std::string_view what, std::string_view hint,
                                       std::vector<std::string>& names,
-                                      std::vector<SourcePos>& where) {
-  const auto* array = get<toml::array>(table, "in [[stage]]", key);
+                                      std::vector<SourcePos>& where, std::string_view in) {
+  const auto* array = get<toml::array>(table, fmt::format("in {}", in), key);
   if (array == nullptr) {
     return nullptr;
   }
@@ -416,8 +419,7 @@ const toml::array* Loader::read_names(const toml::table& table, std::string_view
       where.push_back(pos(element));
     } else {
       error(pos(element),
-            fmt::format("each of '{}' in [[stage]] must be {}, not {}", key, what,
-                        type_name(element)),
+            fmt::format("each of '{}' in {} must be {}, not {}", key, in, what, type_name(element)),
             std::string(hint));
     }
   }
@@ -508,6 +510,12 @@ void Loader::read_stage(const toml::table& table) {
   read_names(table, "lanes", "a lane name",
              "write lanes = [\"amd64\", ...] with names of [[lane]] tables", stage.lanes,
              stage.lanes_pos);
+  std::vector<SourcePos> label_pos;
+  if (const auto* labels =
+          read_names(table, "worker_labels", "a label", "write worker_labels = [\"gpu\", ...]",
+                     stage.worker_labels, label_pos)) {
+    stage.worker_labels_pos = pos(*labels);
+  }
   stage.weight = get_count(table, where, "weight",
                            "a stage's share of the job budget is its weight over the weights of "
                            "the stages building with it; 1 is an equal share")

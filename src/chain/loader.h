@@ -30,10 +30,13 @@ inline const std::vector<std::string> k_engines = {"buildah", "buildkit"};
 inline const std::vector<std::string> k_isolations = {"chroot", "oci", "rootless"};
 
 inline const std::vector<std::string> k_top_keys = {
-    "chain", "engine", "defaults", "transient", "cache",   "disk",    "resources",
-    "gates", "smoke",  "stage",    "lane",      "publish", "history", "trace"};
-inline const std::vector<std::string> k_lane_keys = {"name", "platform", "host",      "ca",
-                                                     "cert", "key",      "build_args"};
+    "chain", "engine", "defaults", "transient", "cache",   "disk",  "resources", "gates",
+    "smoke", "stage",  "lane",     "publish",   "history", "trace", "worker"};
+inline const std::vector<std::string> k_lane_keys = {"name", "platform", "host",       "ca",
+                                                     "cert", "key",      "build_args", "workers"};
+inline const std::vector<std::string> k_worker_keys = {
+    "name",      "host",   "ca",           "cert",      "key",
+    "platforms", "labels", "max_parallel", "memory_gb", "cores"};
 inline const std::vector<std::string> k_gates_keys = {"host_env_names",     "cache_mount_targets",
                                                       "cache_endpoint_arg", "per_file_only_dirs",
                                                       "residue_allow",      "arch_allow"};
@@ -52,7 +55,7 @@ inline const std::vector<std::string> k_resources_keys = {"sample_interval_s", "
 inline const std::vector<std::string> k_chain_keys = {"name",    "engine",   "versions",
                                                       "records", "registry", "final"};
 inline const std::vector<std::string> k_engine_keys = {"buildah", "buildkit"};
-inline const std::vector<std::string> k_buildkit_keys = {"host"};
+inline const std::vector<std::string> k_buildkit_keys = {"host", "workers"};
 inline const std::vector<std::string> k_cache_keys = {"local",
                                                       "root",
                                                       "import_flakes_before_drop",
@@ -65,12 +68,12 @@ inline const std::vector<std::string> k_defaults_keys = {"attempts", "cooldown_s
 inline const std::vector<std::string> k_transient_keys = {"name", "patterns",
                                                           "retry_despite_identical"};
 inline const std::vector<std::string> k_stage_keys = {
-    "name",          "dockerfile",     "context",    "target",         "tag",
-    "needs",         "build_args",     "secrets",    "attempts",       "min_compile_requests",
-    "lane",          "cache_local",    "cache_from", "cache_to",       "snapshot_cache_to",
-    "disk_floor_gb", "mem_per_job_gb", "kind",       "gate_image_env", "stall_timeout_s",
-    "timeout_s",     "weight",         "lanes",      "min_passed",     "max_skipped",
-    "artifacts",     "max_layers"};
+    "name",          "dockerfile",     "context",      "target",         "tag",
+    "needs",         "build_args",     "secrets",      "attempts",       "min_compile_requests",
+    "lane",          "cache_local",    "cache_from",   "cache_to",       "snapshot_cache_to",
+    "disk_floor_gb", "mem_per_job_gb", "kind",         "gate_image_env", "stall_timeout_s",
+    "timeout_s",     "weight",         "lanes",        "min_passed",     "max_skipped",
+    "artifacts",     "max_layers",     "worker_labels"};
 inline constexpr const char* k_attempts_hint = "1 means a single attempt and no retry";
 inline const std::vector<std::string> k_secret_keys = {"id", "env", "file"};
 
@@ -209,9 +212,16 @@ private:
   /// A [[stage]] array of names, each with where it is; the array, or nullptr when absent.
   const toml::array* read_names(const toml::table& table, std::string_view key,
                                 std::string_view what, std::string_view hint,
-                                std::vector<std::string>& names, std::vector<SourcePos>& where);
+                                std::vector<std::string>& names, std::vector<SourcePos>& where,
+                                std::string_view in = "[[stage]]");
   void read_build_args(const toml::table& table, KeyValues& args, std::vector<SourcePos>* where);
   void read_lane(const toml::table& table);
+  void read_worker(const toml::table& table);
+  /// Pools name [[worker]] tables, only with BuildKit; a lane's pool can build its platform; a
+  /// stage's worker_labels are some worker's of each pool it is placed from.
+  void check_workers();
+  /// Each stage's `workers`: its pool less the workers that cannot build it.
+  void place_in_pools();
   /// Each stage's `lanes` names lanes, and a stage runs in every lane of the stages it needs.
   void check_lanes();
   /// An index has one entry per platform: every lane the final stage runs in names its own.

@@ -86,6 +86,7 @@ BuildRequest build_request(const Chain& chain, const Stage& stage, const KeyValu
   if (const Lane* lane = chain.find_lane(stage.lane)) {
     request.platform = lane->platform;
     request.host = lane->host;
+    request.host_from = "[[lane]] " + lane->name;
     request.tls_ca = lane->ca;
     request.tls_cert = lane->cert;
     request.tls_key = lane->key;

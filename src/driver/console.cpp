@@ -299,10 +299,9 @@ void Console::failure_errors(const std::string& stage, const std::string& step,
   // More than were kept: the kept ones are the first half and the last half, both full.
   const bool cut = total > static_cast<long>(lines.size());
   const size_t half = lines.size() / 2;
-  std::string text = fmt::format("kiln: [{}] the failing step ({}) printed {} error line(s){}:\n",
-                                 stage, one_line(step), total,
-                                 cut ? fmt::format(", the first {} and the last {}", half, half)
-                                     : "");
+  std::string text = fmt::format(
+      "kiln: [{}] the failing step ({}) printed {} error line(s){}:\n", stage, one_line(step),
+      total, cut ? fmt::format(", the first {} and the last {}", half, half) : "");
   for (size_t i = 0; i < lines.size(); ++i) {
     if (cut && i == half) {
       text += fmt::format("    ... {} more ...\n", total - static_cast<long>(lines.size()));
@@ -316,6 +315,11 @@ void Console::failure_errors(const std::string& stage, const std::string& step,
 void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir) {
   std::vector<std::vector<std::string>> rows = {
       {"stage", "outcome", "attempts", "seconds", "jobs", "cache hits", "smoke", "image"}};
+  // With worker pools, where each stage built and why there (the last column: it can be long).
+  const bool placed = !run.workers.empty();
+  if (placed) {
+    rows[0].push_back("worker");
+  }
   for (const auto& s : run.stages) {
     bool critical = std::find(run.critical_path.begin(), run.critical_path.end(), s.name) !=
                     run.critical_path.end();
@@ -323,6 +327,9 @@ void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir
                     std::to_string(s.attempts.size()), fmt::format("{:.1f}", s.seconds),
                     s.jobs > 0 ? std::to_string(s.jobs) : "-", compile_hits(s), smoke_counts(s),
                     s.image_id.empty() ? "-" : short_id(s.image_id)});
+    if (placed) {
+      rows.back().push_back(s.worker.empty() ? "-" : fmt::format("{} ({})", s.worker, s.placement));
+    }
   }
   std::vector<size_t> widths(rows[0].size(), 0);
   for (const auto& row : rows) {

@@ -145,6 +145,10 @@ Json stage_json(const StageRecord& s) {
   for (const auto& g : s.gates) {
     gates.push_back(gate_json(g));
   }
+  Json moves = Json::array();
+  for (const auto& m : s.moves) {
+    moves.push_back({{"from", m.from}, {"to", m.to}, {"why", m.why}, {"attempt", m.attempt}});
+  }
   Json smoke = nullptr;
   if (s.smoke) {
     const SmokeRecord& m = *s.smoke;
@@ -177,7 +181,11 @@ Json stage_json(const StageRecord& s) {
           {"salvage", salvage},
           {"salvage_note", s.salvage_note},
           {"gates", gates},
-          {"smoke", smoke}};
+          {"smoke", smoke},
+          {"worker", s.worker},
+          {"worker_rank", s.worker_rank},
+          {"placement", s.placement},
+          {"moves", moves}};
 }
 
 Json publish_json(const PublishRecord& p) {
@@ -216,6 +224,11 @@ Json run_part_json(const RunRecord& run) {
                          {"min_free_disk_gb", std::round(p.min_free_disk_gb * 10) / 10},
                          {"samples", p.samples}});
   }
+  Json workers = Json::array();
+  for (const auto& w : run.workers) {
+    workers.push_back(
+        {{"name", w.name}, {"host", w.host}, {"version", w.version}, {"left_out", w.left_out}});
+  }
   return {{"schema", k_manifest_schema},
           {"run_id", run.run_id},
           {"chain", {{"name", run.chain_name}, {"file", run.chain_file}}},
@@ -231,6 +244,7 @@ Json run_part_json(const RunRecord& run) {
           {"wall_seconds", rounded(run.wall_seconds)},
           {"critical_path",
            {{"stages", run.critical_path}, {"seconds", rounded(run.critical_path_seconds)}}},
+          {"workers", workers},
           {"resources", resources}};
 }
 

@@ -17,7 +17,7 @@
 namespace kiln {
 
 /// The manifest schema version; bump it on any change a reader could notice (docs/records.md).
-constexpr int k_manifest_schema = 10;
+constexpr int k_manifest_schema = 11;
 
 /// A manifest is a few hundred KB at most; a larger file in its place is not one.
 constexpr uint64_t k_manifest_read_limit = uint64_t{64} << 20;
@@ -102,6 +102,22 @@ struct SmokeRecord {
   std::string reason;                 // which floor, when it failed
 };
 
+/// A placed stage moved off a worker lost under it.
+struct WorkerMove {
+  std::string from;
+  std::string to;
+  std::string why; // the lost attempt's class and line
+  int attempt = 0; // the attempt that lost it
+};
+
+/// A worker of the run's pools, as the run found it at its start.
+struct WorkerRecord {
+  std::string name;
+  std::string host;
+  std::string version;  // what answered; "" when nothing did
+  std::string left_out; // why no stage went to it; "" when it took part
+};
+
 struct StageRecord {
   std::string name;     // with lanes, `<lane>/<stage>`
   std::string lane;     // "" without lanes
@@ -135,6 +151,12 @@ struct StageRecord {
   std::string salvage_note;           // why there was no salvage, when there was none
   std::vector<GateRecord> gates;      // image-env verdicts on its parents and its own image
   std::optional<SmokeRecord> smoke;   // smoke stages, once their output was read
+  /// Placed stages (a lane or chain with workers): the worker it built on, last, its place in
+  /// the stage's ranking (0 first), why there, and every move off a lost worker.
+  std::string worker;
+  int worker_rank = -1;
+  std::string placement;
+  std::vector<WorkerMove> moves;
 };
 
 /// One image of a publish, as its gates and its push saw it.
@@ -185,6 +207,7 @@ struct RunRecord {
   std::vector<std::string> record_errors; // writes of this record that failed, first first
   std::vector<StageRecord> stages;
   std::vector<PhaseSummary> resources; // the sampler's summary per phase, once the run ended
+  std::vector<WorkerRecord> workers;   // its pools' workers; none without pools
   int max_parallel = 0;                // stages it let build at once
   double wall_seconds = 0;             // from its start to its end, once it ended
   /// The chain of needs whose build times add up to the most: no schedule could have ended

@@ -15,6 +15,7 @@
 #include "driver/leftovers.h"
 #include "driver/publish.h"
 #include "driver/run_history.h"
+#include "driver/worker_probe.h"
 #include "resources/host_stats.h"
 #include "util/strings.h"
 
@@ -67,6 +68,106 @@ FloorScope Run::floor_scope() const {
     }
   }
   return scope;
+}
+
+namespace {
+
+/// A worker lost this many attempts in a row takes no more stages this run: a daemon that
+/// restarts once is back at once, one that keeps dying costs every stage placed on it.
+constexpr int k_losses_to_quarantine = 2;
+
+} // namespace
+
+int Run::worker_index(const std::string& name) const {
+  const Worker* worker = m_chain.find_worker(name);
+  return worker == nullptr ? -1 : static_cast<int>(worker - m_chain.workers.data());
+}
+
+/// Why a stage went where it went: its first choice, or past the better ranked ones that were
+/// busy or out of the run.
+std::string placement_reason(const Chain& chain, const StageStart& start,
+                             const Scheduler& scheduler, const std::vector<int>& ranked) {
+  if (start.rank == 0) {
+    return "first choice";
+  }
+  std::vector<std::string> busy;
+  std::vector<std::string> out;
+  for (int r = 0; r < start.rank && r < static_cast<int>(ranked.size()); ++r) {
+    int w = ranked[static_cast<size_t>(r)];
+    const std::string& name = chain.workers[static_cast<size_t>(w)].name;
+    (scheduler.worker_is_down(w) ? out : busy).push_back(name);
+  }
+  std::vector<std::string> parts;
+  if (!busy.empty()) {
+    parts.push_back(join(busy, ", ") + " busy");
+  }
+  if (!out.empty()) {
+    parts.push_back(join(out, ", ") + " out of the run");
+  }
+  return fmt::format("choice {}: {}", start.rank + 1, join(parts, "; "));
+}
+
+Budget Run::place(const StageStart& start, StageRecord& record, BuildRequest& request,
+                  const Budget& client) {
+  const Worker& worker = m_chain.workers[static_cast<size_t>(start.worker)];
+  point_at(request, worker);
+  record.worker = worker.name;
+  record.worker_rank = start.rank;
+  record.placement =
+      placement_reason(m_chain, start, *m_scheduler, m_scheduler->stages()[start.stage].workers);
+  const Stage& stage = *(*m_stages)[start.stage];
+  m_folder.log(fmt::format("stage {}: placed on worker {} ({}), {}", stage.name, worker.name,
+                           worker.host, record.placement));
+  return worker_budget(worker.memory_gb, worker.cores, worker.max_parallel, client,
+                       stage.mem_per_job_gb.value_or(m_chain.resources.mem_per_job_gb));
+}
+
+bool Run::move_off_worker(StageRecord& record, BuildRequest& request, const std::string& why,
+                          int attempt) {
+  std::lock_guard lock(m_mutex);
+  int lost = worker_index(record.worker);
+  if (lost < 0) {
+    return false;
+  }
+  if (++m_worker_losses[static_cast<size_t>(lost)] >= k_losses_to_quarantine &&
+      !m_scheduler->worker_is_down(lost)) {
+    m_scheduler->worker_down(lost);
+    std::string line = fmt::format("worker {} ({}) is out of the run: {} attempts lost on it in "
+                                   "a row, the last: {}",
+                                   record.worker, m_chain.workers[static_cast<size_t>(lost)].host,
+                                   k_losses_to_quarantine, why);
+    m_folder.log(line);
+    m_console.note("warning: " + line);
+  }
+  size_t index = 0;
+  while (index < m_stages->size() && (*m_stages)[index]->name != record.name) {
+    ++index;
+  }
+  if (index == m_stages->size()) {
+    return false;
+  }
+  std::optional<StageStart> to = m_scheduler->move(index);
+  if (!to) {
+    return false;
+  }
+  const Worker& worker = m_chain.workers[static_cast<size_t>(to->worker)];
+  record.moves.push_back({record.worker, worker.name, why, attempt});
+  point_at(request, worker);
+  m_folder.log(fmt::format("stage {}: moved from worker {} to {} ({}) after attempt {}: {}",
+                           record.name, record.worker, worker.name, worker.host, attempt, why));
+  m_console.note(fmt::format("[{}] moved from worker {} to {}: {}", record.name, record.worker,
+                             worker.name, why));
+  record.worker = worker.name;
+  record.worker_rank = to->rank;
+  record.placement = fmt::format("moved from {}", record.moves.back().from);
+  return true;
+}
+
+void Run::worker_answered(const StageRecord& record) {
+  std::lock_guard lock(m_mutex);
+  if (int w = worker_index(record.worker); w >= 0) {
+    m_worker_losses[static_cast<size_t>(w)] = 0;
+  }
 }
 
 void Run::update(const StageRecord& record) {
@@ -292,6 +393,10 @@ void Run::record_skipped() {
     case SkipCause::stopped:
       why = "the run stopped before it (" + because + ")";
       break;
+    case SkipCause::no_worker:
+      why = "no worker of its pool is left in the run";
+      m_failed.push_back(stage.name); // it could not be built: the run did not do its job
+      break;
     }
     m_folder.log(fmt::format("stage {}: skipped: {}{}", stage.name, why, gates));
     stage_ended_event(record, why);
@@ -305,16 +410,31 @@ void Run::record_skipped() {
 void Run::schedule(const std::vector<const Stage*>& stages,
                    const std::vector<BuildRequest>& requests, const Budget& budget,
                    DiskWatchdog& watchdog) {
-  std::vector<PlanStage> plan = plan_stages(stages);
-  int max_parallel = m_options.parallel.value_or(
-      m_chain.resources.max_parallel.value_or(std::max(1, budget.slots)));
+  std::vector<PlanStage> plan = plan_stages(stages, &m_chain);
+  std::vector<int> worker_slots;
+  int pool_slots = 0;
+  for (const Worker& worker : m_chain.workers) {
+    worker_slots.push_back(worker.max_parallel);
+    pool_slots += worker.max_parallel;
+  }
+  bool pooled = std::any_of(plan.begin(), plan.end(),
+                            [](const PlanStage& stage) { return !stage.workers.empty(); });
+  // Placed stages are bounded by their workers' max_parallel, not by this host's memory.
+  int max_parallel = m_options.parallel.value_or(m_chain.resources.max_parallel.value_or(
+      std::max(1, budget.slots) + (pooled ? pool_slots : 0)));
   std::unique_lock lock(m_mutex);
   m_stages = &stages;
   m_watchdog = &watchdog;
   m_record.max_parallel = max_parallel;
   m_scheduler.emplace(std::move(plan),
                       SchedulerLimits{max_parallel, budget.slots, m_options.fail_fast,
-                                      m_chain.max_lanes.value_or(0)});
+                                      m_chain.max_lanes.value_or(0), worker_slots});
+  m_worker_losses.assign(m_chain.workers.size(), 0);
+  for (const WorkerRecord& worker : m_record.workers) {
+    if (!worker.left_out.empty()) {
+      m_scheduler->worker_down(worker_index(worker.name));
+    }
+  }
   m_folder.log(fmt::format("schedule: up to {} stage(s) at once{}, sharing {} slot(s) of {:.1f} "
                            "GB and {} job(s); {}",
                            max_parallel,
@@ -367,10 +487,15 @@ void Run::schedule(const std::vector<const Stage*>& stages,
         started.started = utc_iso8601(m_clock.wall());
         m_events.emit(EventType::stage_started, {{"stage", stage.name}, {"lane", started.lane}});
         auto eta = m_eta.find(stage.name);
+        BuildRequest request = requests[start.stage];
+        Budget share = budget_share(budget, start.slots, stage.mem_per_job_gb);
+        if (start.worker >= 0) {
+          share = place(start, started, request, budget);
+        }
         threads[start.stage] = std::thread(
-            [this, &context, &ended, &stage, record = started, request = requests[start.stage],
-             share = budget_share(budget, start.slots, stage.mem_per_job_gb),
-             index = static_cast<int>(start.stage) + 1, count = static_cast<int>(stages.size()),
+            [this, &context, &ended, &stage, record = started, request = std::move(request),
+             share = std::move(share), index = static_cast<int>(start.stage) + 1,
+             count = static_cast<int>(stages.size()),
              eta = eta == m_eta.end() ? std::nullopt : std::optional<double>(eta->second),
              at = start.stage] {
               Ended end{at, {}, nullptr};
@@ -385,6 +510,7 @@ void Run::schedule(const std::vector<const Stage*>& stages,
               m_stage_ended.notify_all();
             });
       }
+      record_skipped(); // a stage no worker is left for is skipped as it would start
       // Woken by a stage that ended; a tenth of a second at most, to notice Ctrl-C.
       m_stage_ended.wait_for(lock, std::chrono::milliseconds(100), [&] { return !ended.empty(); });
       while (!ended.empty()) {

@@ -54,6 +54,15 @@ private:
   /// m_mutex except while it waits; a stage's job takes it only to hand over its record.
   void schedule(const std::vector<const Stage*>& stages, const std::vector<BuildRequest>& requests,
                 const Budget& budget, DiskWatchdog& watchdog);
+  /// Point `request` at the worker the scheduler placed `start` on, say why in `record`, and
+  /// return the stage's budget on that worker. m_mutex held.
+  Budget place(const StageStart& start, StageRecord& record, BuildRequest& request,
+               const Budget& client);
+  /// The position of worker `name` in the chain's workers.
+  int worker_index(const std::string& name) const;
+  bool move_off_worker(StageRecord& record, BuildRequest& request, const std::string& why,
+                       int attempt) override;
+  void worker_answered(const StageRecord& record) override;
   /// Record how stage `index` ended and what the run's status must say of it. m_mutex held.
   void stage_ended(size_t index, const StageResult& result);
   /// Record the stages the scheduler skipped since the last call. m_mutex held.
@@ -158,6 +167,9 @@ private:
   /// The identity of each stage's image this run uses: built by it, or looked up once at its
   /// start for a need it does not build. Every handoff, gate and publish names it.
   std::map<std::string, std::string> m_identities;
+  /// Per worker of the chain: attempts lost on it in a row. At k_losses_to_quarantine it takes
+  /// no more stages this run.
+  std::vector<int> m_worker_losses;
   bool m_interrupted = false;
 
   /// Guards the disk watchdog's episode: the stages building now. Taken before m_mutex, never

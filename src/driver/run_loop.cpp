@@ -10,10 +10,12 @@
 #include "driver/engine_version.h"
 #include "driver/kiln_tools.h"
 #include "driver/leftovers.h"
+#include "driver/placement.h"
 #include "driver/publish.h"
 #include "driver/records_lock.h"
 #include "driver/run.h"
 #include "driver/shown_command.h"
+#include "driver/worker_probe.h"
 #include "lint/lint.h"
 #include "util/diagnostic.h"
 #include "util/strings.h"
@@ -153,6 +155,11 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     requests.push_back(build_request(chain, *stage, options.build_arg_overrides, tools));
     requests.back().drop_registry_cache = options.no_cache_export;
     requests.back().no_cache = options.no_cache || stage->kind == StageKind::smoke;
+    if (!stage->workers.empty()) {
+      // Where it goes when its first choice is free; the run places it when it starts.
+      size_t first = rank_workers(chain.name, stage->name, stage->workers).front();
+      point_at(requests.back(), *chain.find_worker(stage->workers[first]));
+    }
   }
 
   if (options.dry_run) {
@@ -179,7 +186,33 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
     return k_exit_ok;
   }
 
-  auto version = engine_versions(engine, requests, chain.records);
+  // A placed stage's daemon is one of its pool's workers, each asked once; the rest build on
+  // their lane's daemon or the chain's.
+  std::vector<BuildRequest> unplaced;
+  bool placed = false;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    if (stages[i]->workers.empty()) {
+      unplaced.push_back(requests[i]);
+    } else {
+      placed = true;
+    }
+  }
+  WorkerProbe workers;
+  if (placed) {
+    workers = probe_workers(chain, stages, requests, engine, chain.records);
+    for (const auto& problem : workers.problems) {
+      problems.push_back(error_line(problem));
+    }
+  }
+  auto version = placed && unplaced.empty()
+                     ? tl::expected<EngineVersions, std::string>(EngineVersions{})
+                     : engine_versions(engine, unplaced, chain.records);
+  if (version && placed) {
+    version->text =
+        version->text.empty() ? workers.versions : version->text + "; " + workers.versions;
+    version->warnings.insert(version->warnings.end(), workers.warnings.begin(),
+                             workers.warnings.end());
+  }
   std::vector<std::string> version_warnings;
   if (!version) {
     problems.push_back(error_line(version.error()));
@@ -260,6 +293,7 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   record.chain_file = chain.file.string();
   record.engine = engine.name();
   record.engine_version = version->text;
+  record.workers = workers.workers;
   record.host = host_name();
   record.pid = static_cast<int>(::getpid());
   record.started = utc_iso8601(now);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,29 +19,39 @@ struct PlanStage {
   /// Its Dockerfile mounts the budget. A stage that does not cannot run more than its own jobs
   /// however many it is given: it holds one slot, the memory of one job, and claims no share.
   bool reads_budget = true;
+  /// The workers of the run it may be placed on (indices into the chain's workers), best first;
+  /// empty: no pool, it builds on its lane's daemon. A placed stage's budget is its worker's:
+  /// it takes no slot of the client's.
+  std::vector<int> workers = {};
 };
 
 /// The scheduler's view of `stages` (a run's, in run order): each need that the run builds,
 /// by index (a need outside them was built by an earlier run), and lanes numbered in order.
-std::vector<PlanStage> plan_stages(const std::vector<const Stage*>& stages);
+std::vector<PlanStage> plan_stages(const std::vector<const Stage*>& stages,
+                                   const Chain* chain = nullptr);
 
 enum class StageState { waiting, running, succeeded, failed, skipped };
 
 /// Why a stage was skipped: a stage it needs failed; `fail_fast` stopped the run at another
-/// stage's failure; or the run stopped starting stages (an interrupt, an internal error).
-enum class SkipCause { need_failed, fail_fast, stopped };
+/// stage's failure; the run stopped starting stages (an interrupt, an internal error);
+/// or no worker of its pool is left to build it.
+enum class SkipCause { need_failed, fail_fast, stopped, no_worker };
 
 /// A stage to start now, with its share of the budget's slots.
 struct StageStart {
   size_t stage = 0;
   int slots = 1;
+  int worker = -1;            // where it is placed; -1: no pool
+  int rank = -1;              // that worker's place in the stage's ranking, 0 the first
+  std::vector<int> busy = {}; // the workers ranked above it, which had no free slot
 };
 
 struct SchedulerLimits {
   int max_parallel = 1; // stages building at once
   int slots = 1;        // the budget every running stage shares: how many jobs the memory holds
   bool fail_fast = false;
-  int max_lanes = 0; // lanes with a stage running at once; 0: no limit
+  int max_lanes = 0;                  // lanes with a stage running at once; 0: no limit
+  std::vector<int> worker_slots = {}; // per worker of the chain: its max_parallel
 };
 
 /// Which stages of a run start when, like ninja's Plan: a stage starts once every stage it
@@ -67,6 +78,17 @@ public:
   /// Start nothing more: every waiting stage is skipped (an interrupt, a refused run).
   void stop(const std::string& because);
 
+  /// No stage goes to `worker` any more (unreachable, lost too often). A stage whose workers
+  /// are all down is skipped when it would start.
+  void worker_down(int worker);
+  bool worker_is_down(int worker) const { return m_down[static_cast<size_t>(worker)]; }
+  /// Move a running placed stage off its worker (lost under it) to the best-ranked other
+  /// worker that is not down, one with a free slot first, else the best-ranked of the rest
+  /// (one over its max_parallel until a stage there ends: a stage that lost its worker does
+  /// not wait again). nullopt when no other worker is left; it stays where it was.
+  std::optional<StageStart> move(size_t stage);
+  int worker_of(size_t stage) const { return m_worker_of[stage]; }
+
   /// Nothing runs and nothing more can start.
   bool done() const { return m_running.empty() && m_ready.empty(); }
   size_t running() const { return m_running.size(); }
@@ -85,6 +107,7 @@ public:
 private:
   void skip(size_t stage, const std::string& because, SkipCause cause);
   void skip_waiting(const std::string& because, SkipCause cause);
+  void skip_dependants(size_t stage);
 
   std::vector<PlanStage> m_stages;
   SchedulerLimits m_limits;
@@ -100,8 +123,11 @@ private:
   int m_busy_lanes = 0;
   std::vector<size_t> m_skipped;
   int m_free_slots = 1;
-  long m_weight_running = 0; // of the running stages that read the budget
-  int m_plain_running = 0;   // running stages that do not read it, one slot each
+  long m_weight_running = 0;    // of the running stages that read the budget
+  int m_plain_running = 0;      // running stages that do not read it, one slot each
+  std::vector<int> m_on_worker; // running stages per worker
+  std::vector<bool> m_down;     // workers no stage goes to
+  std::vector<int> m_worker_of; // per stage: its worker while it runs; -1: none
 };
 
 } // namespace kiln

@@ -235,12 +235,15 @@ StageJob::Attempts StageJob::attempt_until_done() {
   int import_flakes = 0;
   std::optional<Tail> previous_tail;
   std::optional<std::string> previous_stall; // the step where the previous attempt stalled
-  for (int n = 1; n <= stage.attempts; ++n) {
+  // Attempts lost with their worker are not the stage's own: each move off a lost worker adds
+  // one. Bounded, since a worker that loses two in a row leaves the run.
+  int budget = stage.attempts;
+  for (int n = 1; n <= budget; ++n) {
     AttemptRecord& begun = begin_attempt(n);
     m_record.command = begun.command;
-    m_context.folder.log(fmt::format("stage {}: {} {}/{} start: {}", stage.name, what, n,
-                                     stage.attempts, begun.command));
-    StageView view{m_index, m_count, stage.name, n, stage.attempts, m_eta_seconds, "building"};
+    m_context.folder.log(
+        fmt::format("stage {}: {} {}/{} start: {}", stage.name, what, n, budget, begun.command));
+    StageView view{m_index, m_count, stage.name, n, budget, m_eta_seconds, "building"};
     m_context.console.stage_started(view);
 
     AttemptRecord& a = m_record.attempts.back();
@@ -268,18 +271,19 @@ StageJob::Attempts StageJob::attempt_until_done() {
       a.reason = m_context.run.stop_cause() + "; the engine's process group was stopped";
       attempt_ended(a);
       m_context.folder.log(
-          fmt::format("stage {}: {} {}/{} {}", stage.name, what, n, stage.attempts, a.reason));
+          fmt::format("stage {}: {} {}/{} {}", stage.name, what, n, budget, a.reason));
       m_context.console.stage_finished(
           stage.name, fmt::format("interrupted after {}", human_duration(a.seconds)));
       return {StageEnd::interrupted, std::move(outcome)};
     }
     a.compile = outcome.compile;
     if (auto fell_back = a.compile ? compile_fallback_warning(*a.compile) : std::nullopt) {
-      m_context.folder.log(fmt::format("stage {}: {} {}/{} warning: {}", stage.name, what, n,
-                                       stage.attempts, *fell_back));
+      m_context.folder.log(
+          fmt::format("stage {}: {} {}/{} warning: {}", stage.name, what, n, budget, *fell_back));
       m_context.console.note(fmt::format("warning: stage {}: {}", stage.name, *fell_back));
     }
     if (outcome.exit.ok()) {
+      m_context.run.worker_answered(m_record);
       a.verdict = "ok";
       attempt_ended(a);
       return {StageEnd::ok, std::move(outcome)};
@@ -288,7 +292,7 @@ StageJob::Attempts StageJob::attempt_until_done() {
     FailureVerdict verdict;
     if (outcome.exit.stalled) {
       std::string step = step_name(outcome.progress);
-      verdict = classify_stall(step, previous_stall, n, stage.attempts, a.silent_seconds);
+      verdict = classify_stall(step, previous_stall, n, budget, a.silent_seconds);
       a.matched_line = a.last_line;
       previous_stall = step;
     } else if (outcome.exit.timed_out) {
@@ -298,13 +302,27 @@ StageJob::Attempts StageJob::attempt_until_done() {
                                    human_duration(a.seconds), step_name(outcome.progress));
       previous_stall.reset();
     } else {
-      verdict = classify_failure(outcome.evidence, previous_tail, n, stage.attempts,
-                                 m_context.classes, &outcome.engine_evidence);
+      verdict = classify_failure(outcome.evidence, previous_tail, n, budget, m_context.classes,
+                                 &outcome.engine_evidence);
       previous_stall.reset();
     }
     if (std::string explained = m_context.engine.explain_failure(outcome.evidence);
         !explained.empty()) {
       verdict.reason = explained + "; " + verdict.reason;
+    }
+    bool moved = false;
+    if (verdict.class_name == k_worker_lost_class && !m_record.worker.empty()) {
+      moved = m_context.run.move_off_worker(
+          m_record, m_request, fmt::format("{}: {}", verdict.class_name, verdict.matched_line), n);
+      if (moved) {
+        ++budget;
+        verdict.verdict = Verdict::retry;
+        verdict.reason = fmt::format("worker {} was lost under it; moved to worker {}, and the "
+                                     "attempt does not count as the stage's own",
+                                     m_record.moves.back().from, m_record.worker);
+      }
+    } else if (!m_record.worker.empty()) {
+      m_context.run.worker_answered(m_record);
     }
     a.verdict = verdict_name(verdict.verdict);
     a.transient_class = verdict.class_name;
@@ -315,7 +333,7 @@ StageJob::Attempts StageJob::attempt_until_done() {
     attempt_ended(a);
     std::string failed =
         fmt::format("stage {}: {} {}/{} failed (exit {}) after {:.1f}s: {}", stage.name, what, n,
-                    stage.attempts, a.exit_code, a.seconds, a.verdict);
+                    budget, a.exit_code, a.seconds, a.verdict);
     if (!verdict.class_name.empty()) {
       failed +=
           fmt::format(", class {}, matched line: \"{}\"", verdict.class_name, verdict.matched_line);
@@ -338,15 +356,17 @@ StageJob::Attempts StageJob::attempt_until_done() {
                            stage, m_request, outcome.finished_build_stages, m_record);
       return {StageEnd::failed, std::move(outcome)};
     }
-    std::chrono::milliseconds cooldown = cooldown_before(n + 1, m_context.chain.defaults);
+    // Another worker takes it at once: the cooldown is for a flake of the same one.
+    std::chrono::milliseconds cooldown =
+        moved ? std::chrono::milliseconds(0) : cooldown_before(n + 1, m_context.chain.defaults);
     double cooldown_s = std::chrono::duration<double>(cooldown).count();
     m_context.folder.log(failed + fmt::format("; retrying in {:.0f}s", cooldown_s));
     // A stall matched no line: what the step printed last says where it hung.
     std::string detail = a.matched_line.empty() ? "it printed nothing" : a.matched_line;
     m_context.console.stage_finished(
-        stage.name, fmt::format("{} {}/{} failed ({}: {}); retrying in {}", what, n, stage.attempts,
-                                verdict.class_name, printable(detail.substr(0, 200)),
-                                human_duration(cooldown_s)));
+        stage.name,
+        fmt::format("{} {}/{} failed ({}: {}); retrying in {}", what, n, budget, verdict.class_name,
+                    printable(detail.substr(0, 200)), human_duration(cooldown_s)));
     if (verdict.class_name == k_cache_import_class) {
       drop_registry_cache_after_flakes(++import_flakes, n + 1);
     }

@@ -61,6 +61,13 @@ public:
   virtual void set_phase(const std::string& stage, const std::string& phase) = 0;
   /// Why the run's builds were told to stop, as a record says it: `interrupted by SIGHUP`.
   virtual std::string stop_cause() const = 0;
+  /// The worker `record`'s stage is placed on was lost under attempt `attempt` (`why`): move
+  /// the stage to its next worker, pointing `request` there and noting the move in `record`.
+  /// False when it has no pool or no other worker is left: it stays, and the attempt counts.
+  virtual bool move_off_worker(StageRecord& record, BuildRequest& request, const std::string& why,
+                               int attempt) = 0;
+  /// An attempt on the stage's worker ended without losing it: its run of losses is over.
+  virtual void worker_answered(const StageRecord& record) = 0;
 };
 
 /// What every stage job of a run works with: each part either never changes during the run or

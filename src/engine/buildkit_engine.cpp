@@ -164,8 +164,9 @@ BuildkitVersions BuildkitVersions::parse(std::string_view text) {
 }
 
 std::string BuildkitAddress::shown() const {
-  return address.empty() ? "unix:///run/buildkit/buildkitd.sock (buildctl's default)"
-                         : fmt::format("{} (from {})", address, source);
+  return address.empty()  ? "unix:///run/buildkit/buildkitd.sock (buildctl's default)"
+         : source.empty() ? address
+                          : fmt::format("{} (from {})", address, source);
 }
 
 BuildkitAddress resolve_buildkit_address(const std::string& chain_host) {
@@ -224,10 +225,13 @@ tl::expected<std::string, std::string> BuildkitEngine::version() const {
     // v0.10 and older have no Info call: reachable, but older than v0.11.
     if (said.find("Unimplemented") == std::string::npos &&
         said.find("unknown method") == std::string::npos) {
-      return tl::unexpected(fmt::format(
-          "buildkitd is unreachable at {}: {}; start buildkitd there, or point BUILDKIT_HOST or "
-          "[engine.buildkit] host at a running one",
-          m_address.shown(), said));
+      // A lane's or a worker's address comes from its table, not from BUILDKIT_HOST.
+      return tl::unexpected(
+          fmt::format("buildkitd is unreachable at {}: {}; start buildkitd there, or {}",
+                      m_address.shown(), said,
+                      m_address.source.starts_with("[[") || m_address.source.starts_with("a [[")
+                          ? "correct its host in the chain file"
+                          : "point BUILDKIT_HOST or [engine.buildkit] host at a running one"));
     }
     versions.daemon = BuildkitSide::without_info();
   }

@@ -42,6 +42,7 @@ struct BuildRequest {
   // files for a tcp:// one); empty: the engine's own.
   std::string platform;
   std::string host;
+  std::string host_from; // the chain file's table naming `host`: "[[lane]] arm64", "[[worker]] bk2"
   std::filesystem::path tls_ca, tls_cert, tls_key;
   std::filesystem::path dockerfile;
   std::filesystem::path context;

@@ -92,6 +92,33 @@ Budget budget_share(const Budget& whole, int slots, std::optional<double> mem_pe
   return share;
 }
 
+Budget worker_budget(std::optional<double> memory_gb, std::optional<int> cores, int max_parallel,
+                     const Budget& measured, double mem_per_job_gb) {
+  Budget whole;
+  whole.memory_limit_gb = memory_gb.value_or(measured.memory_limit_gb);
+  whole.cores = std::max(1, cores.value_or(measured.cores));
+  whole.jobs = whole.cores;
+  if (mem_per_job_gb > 0) {
+    whole.jobs =
+        std::clamp(static_cast<int>(whole.memory_limit_gb / mem_per_job_gb + 1e-9), 1, whole.cores);
+  }
+  whole.slots = std::max(1, max_parallel);
+  Budget share = budget_share(whole, 1, std::nullopt);
+  std::string unknown = !memory_gb && !cores ? "its memory and cores are this host's"
+                        : !memory_gb         ? "its memory is this host's"
+                        : !cores             ? "its cores are this host's"
+                                             : "";
+  share.reason = fmt::format("the worker's {:.1f} GB and {} core(s) shared {} way(s): jobs {}, "
+                             "{:.1f} GB{}",
+                             whole.memory_limit_gb, whole.cores, whole.slots, share.jobs,
+                             share.memory_limit_gb,
+                             unknown.empty() ? std::string()
+                                             : fmt::format(" ({}: the chain file gives no "
+                                                           "memory_gb or cores for it)",
+                                                           unknown));
+  return share;
+}
+
 std::string budget_file_text(const Budget& b) {
   return fmt::format("export JOBS={}\nexport MEMORY_LIMIT_GB={:.1f}\n", b.jobs, b.memory_limit_gb);
 }

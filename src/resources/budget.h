@@ -41,6 +41,12 @@ Budget job_budget(const MemInfo& mem, int cores, std::optional<double> host_rese
 /// building at once adds up to no more than `whole`'s.
 Budget budget_share(const Budget& whole, int slots, std::optional<double> mem_per_job_gb);
 
+/// The budget of a worker of a pool, which its stages share `max_parallel` ways: its
+/// `memory_gb` and `cores` where the chain file gives them, the client's `measured` figures
+/// where it does not (the reason says which), jobs bounded by `mem_per_job_gb` as job_budget's.
+Budget worker_budget(std::optional<double> memory_gb, std::optional<int> cores, int max_parallel,
+                     const Budget& measured, double mem_per_job_gb);
+
 /// `export JOBS=<n>\nexport MEMORY_LIMIT_GB=<limit, 1 decimal>\n`: a Dockerfile mounts it as a
 /// secret, so the budget of the host that builds never becomes part of a layer's cache key.
 /// Exported, so what the sourcing shell starts (`sh -c`, a compiler launcher) sees them too.

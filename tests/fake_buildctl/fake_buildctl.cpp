@@ -515,11 +515,13 @@ void probe_pause() {
 }
 
 /// With KILN_FAKE_BUILDCTL_UNREACHABLE=1, fails the way buildctl does when no daemon listens.
-/// With KILN_FAKE_BUILDCTL_UNREACHABLE=1 no daemon listens: the command fails at once as
+/// With KILN_FAKE_BUILDCTL_UNREACHABLE=1 no daemon listens (with a comma-separated list of
+/// addresses, none at those): the command fails at once as
 /// recorded (build-no-daemon, build-tcp-refused, debug-workers-no-daemon, du-no-daemon), each
 /// command with its own words before the dial error, the address the invocation's.
 void require_daemon(const Invocation& inv) {
-  if (env_or("KILN_FAKE_BUILDCTL_UNREACHABLE", "") != "1") {
+  std::string down = env_or("KILN_FAKE_BUILDCTL_UNREACHABLE", "");
+  if (down != "1" && ("," + down + ",").find("," + inv.addr + ",") == std::string::npos) {
     return;
   }
   std::string dial;

@@ -916,3 +916,43 @@ TEST(ImageRef, TheDistributionGrammar) {
 
 } // namespace
 } // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(LoadChain, WorkerPoolsGiveEachStageTheWorkersThatCanBuildIt) {
+  auto chain = load_chain(chain_file("workers"));
+  ASSERT_TRUE(chain) << describe(chain.error());
+  ASSERT_EQ(chain->workers.size(), 3u);
+  const Worker& bk1 = chain->workers[0];
+  EXPECT_EQ(bk1.platforms, (std::vector<std::string>{"linux/amd64", "linux/arm64"}));
+  EXPECT_EQ(bk1.max_parallel, 2);
+  EXPECT_EQ(bk1.memory_gb, 64.0);
+  EXPECT_EQ(bk1.cores, 32);
+  EXPECT_EQ(chain->workers[1].max_parallel, 1);
+  EXPECT_EQ(chain->workers[1].labels, std::vector<std::string>{"gpu"});
+  auto workers = [&](const std::string& stage) { return chain->find_stage(stage)->workers; };
+  // bk2 says nothing of its platforms; bk3 builds amd64 only; only bk2 has a GPU.
+  EXPECT_EQ(workers("amd64/base"), (std::vector<std::string>{"bk1", "bk2", "bk3"}));
+  EXPECT_EQ(workers("arm64/base"), (std::vector<std::string>{"bk1", "bk2"}));
+  EXPECT_EQ(workers("amd64/cuda"), std::vector<std::string>{"bk2"});
+  EXPECT_EQ(workers("arm64/cuda"), std::vector<std::string>{"bk2"});
+}
+
+TEST(LoadChain, WorkerErrorsNameTheLineAndTheFix) {
+  Diagnostics errors = load_errors("workers_errors");
+  std::string file = chain_file("workers_errors");
+  EXPECT_EQ(errors.size(), 5u) << describe(errors);
+  expect_diagnostic(errors, file, 7, 8, "worker host 'tcp://builder.example:99999'");
+  expect_diagnostic(errors, file, 11, 8, "duplicate worker name 'bk1'");
+  expect_diagnostic(errors, file, 17, 19, "unknown worker 'bk9' in workers", "bk1");
+  expect_diagnostic(errors, file, 17, 12, "lane 'amd64' names both a host and workers",
+                    "a host is the one-worker form of a pool");
+  expect_diagnostic(errors, file, 28, 17,
+                    "no worker of the pool of lane 's390x' can build stage 'base': none builds "
+                    "linux/s390x with the labels gpu",
+                    "add a worker that does");
+}
+
+} // namespace
+} // namespace kiln

@@ -210,3 +210,78 @@ TEST(Scheduler, StagesThatMaxParallelHoldsBackTakeNoShare) {
 
 } // namespace
 } // namespace kiln
+
+namespace kiln {
+namespace {
+
+/// Three stages on a pool of workers 0, 1 and 2, each ranking them its own way.
+std::vector<PlanStage> placed_three() {
+  std::vector<PlanStage> stages{{"a", {}, 1}, {"b", {}, 1}, {"c", {}, 1}};
+  stages[0].workers = {0, 1, 2};
+  stages[1].workers = {0, 2, 1};
+  stages[2].workers = {1, 0, 2};
+  return stages;
+}
+
+TEST(SchedulerPools, AStageTakesItsBestRankedWorkerWithAFreeSlotOrWaits) {
+  // One slot of the client's budget: placed stages take none of it.
+  Scheduler s(placed_three(), {8, 1, false, 0, {1, 1, 1}});
+  std::vector<StageStart> starts = s.start_ready();
+  ASSERT_EQ(starts.size(), 3u);
+  EXPECT_EQ(starts[0].worker, 0);
+  EXPECT_EQ(starts[0].rank, 0);
+  EXPECT_EQ(starts[1].worker, 2) << "worker 0 is full: b's second choice";
+  EXPECT_EQ(starts[1].rank, 1);
+  EXPECT_EQ(starts[1].busy, std::vector<int>{0});
+  EXPECT_EQ(starts[2].worker, 1);
+  EXPECT_EQ(s.free_slots(), 1) << "the client's budget is untouched";
+
+  // A full pool: the next stage waits for a slot of one of its workers.
+  std::vector<PlanStage> four = placed_three();
+  four.push_back({"d", {}, 1});
+  four.back().workers = {1};
+  Scheduler full(four, {8, 1, false, 0, {1, 1, 1}});
+  EXPECT_EQ(full.start_ready().size(), 3u);
+  EXPECT_TRUE(full.start_ready().empty()) << "d's one worker is busy";
+  full.finish(2, true); // c leaves worker 1
+  std::vector<StageStart> d = full.start_ready();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].stage, 3u);
+  EXPECT_EQ(d[0].worker, 1);
+}
+
+TEST(SchedulerPools, ALostWorkerSendsItsStageToTheNextAndADownPoolSkips) {
+  Scheduler s(placed_three(), {8, 1, false, 0, {2, 2, 2}});
+  std::vector<StageStart> starts = s.start_ready();
+  ASSERT_EQ(starts.size(), 3u);
+  EXPECT_EQ(s.worker_of(0), 0);
+  s.worker_down(0);
+  std::optional<StageStart> moved = s.move(0);
+  ASSERT_TRUE(moved);
+  EXPECT_EQ(moved->worker, 1) << "a's next choice";
+  EXPECT_EQ(s.worker_of(0), 1);
+  // b's next choices: 2 (it holds it already, one free slot left) then 1.
+  std::optional<StageStart> again = s.move(1);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->worker, 2);
+  s.worker_down(1);
+  s.worker_down(2);
+  EXPECT_FALSE(s.move(0)) << "no worker left: it stays";
+
+  // A stage whose every worker is down is skipped, and so is what needs it.
+  std::vector<PlanStage> chain{{"base", {}, 1}, {"lib", {0}, 1}};
+  chain[0].workers = {0, 1};
+  chain[1].workers = {1};
+  Scheduler down(chain, {8, 1, false, 0, {1, 1}});
+  down.worker_down(0);
+  down.worker_down(1);
+  EXPECT_TRUE(down.start_ready().empty());
+  EXPECT_EQ(down.state(0), StageState::skipped);
+  EXPECT_EQ(down.skip_cause(0), SkipCause::no_worker);
+  EXPECT_EQ(down.state(1), StageState::skipped);
+  EXPECT_EQ(down.skipped_because(1), "base");
+  EXPECT_TRUE(down.done());
+}
+
+} // namespace
+} // namespace kiln
