@@ -113,8 +113,8 @@ Budget worker_budget(std::optional<double> memory_gb, std::optional<int> cores, 
                              whole.memory_limit_gb, whole.cores, whole.slots, share.jobs,
                              share.memory_limit_gb,
                              unknown.empty() ? std::string()
-                                             : fmt::format(" ({}: the chain file gives no "
-                                                           "memory_gb or cores for it)",
+                                             : fmt::format(" ({}: its [[worker]] table does "
+                                                           "not say)",
                                                            unknown));
   return share;
 }

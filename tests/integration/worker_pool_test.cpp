@@ -29,7 +29,9 @@ std::string recorded(const std::string& name) {
 /// base, ten independent libraries on it, and a merge of them all: twelve stages of the recorded
 /// Dockerfile on three workers.
 struct PoolChain {
-  explicit PoolChain(const ChainDir& dir, int max_parallel = 12) : dir(dir) {
+  explicit PoolChain(const ChainDir& dir, int max_parallel = 12,
+                     const std::map<std::string, std::string>& worker_extra = {})
+      : dir(dir) {
     dir.write("work.Dockerfile", recorded("Dockerfile.used"));
     // One name for every run of the test: placement hashes it, so where each stage goes is
     // the same every time: bk2 comes first for base, lib1, lib3, lib8 and merge, bk3 for lib4
@@ -40,6 +42,9 @@ struct PoolChain {
     for (const char* name : {"bk1", "bk2", "bk3"}) {
       chain += "\n[[worker]]\nname = \"" + std::string(name) + "\"\nhost = \"" + host(name) +
                "\"\nmax_parallel = " + std::to_string(max_parallel) + "\n";
+      if (auto extra = worker_extra.find(name); extra != worker_extra.end()) {
+        chain += extra->second;
+      }
     }
     chain += "\n[[stage]]\nname = \"base\"\ndockerfile = \"work.Dockerfile\"\ntarget = \"work\"\n";
     std::string all;
@@ -211,9 +216,12 @@ TEST(WorkerPool, AWorkerThatDoesNotAnswerIsLeftOutAndTheRestBuild) {
   EXPECT_EQ(skipped["stages"][1]["outcome"], "skipped:base");
 }
 
-TEST(WorkerPool, EachWorkerRunsNoMoreStagesThanItsMaxParallel) {
+TEST(WorkerPool, EachWorkerRunsNoMoreStagesThanItsMaxParallelWithABudgetOfItsOwn) {
   ChainDir dir;
-  PoolChain pool(dir, 1);
+  // The stages read no budget file here, but each is offered its worker's: bk1 has 8 GB and 4
+  // cores, bk2 2 GB and 1 core, bk3 says nothing and gets this host's.
+  PoolChain pool(dir, 1,
+                 {{"bk1", "memory_gb = 8\ncores = 4\n"}, {"bk2", "memory_gb = 2\ncores = 1\n"}});
   KilnResult run = pool.run();
   ASSERT_EQ(run.exit_code, 0) << run.output;
   json manifest = dir.latest_manifest();
@@ -225,6 +233,15 @@ TEST(WorkerPool, EachWorkerRunsNoMoreStagesThanItsMaxParallel) {
     used.insert(stage["worker"].get<std::string>());
   }
   EXPECT_EQ(used.size(), 3u) << "busy first choices send stages to the others";
+  for (const auto& stage : manifest["stages"]) {
+    if (stage["worker"] == "bk1") {
+      EXPECT_EQ(stage["memory_limit_gb"], 8.0) << stage["name"];
+      EXPECT_EQ(stage["jobs"], 4) << stage["name"];
+    } else if (stage["worker"] == "bk2") {
+      EXPECT_EQ(stage["memory_limit_gb"], 2.0) << stage["name"];
+      EXPECT_EQ(stage["jobs"], 1) << stage["name"];
+    }
+  }
   std::string log = dir.read("records/latest/driver.log");
   EXPECT_NE(log.find(" busy"), std::string::npos) << log;
   // The fake's log gives each build's start and end on one clock.

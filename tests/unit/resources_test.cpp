@@ -543,3 +543,26 @@ TEST(BudgetShare, AShareTakesItsFractionOfTheMemoryAndTheJobsAndItsOwnMemPerJobB
 
 } // namespace
 } // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(WorkerBudget, AWorkersOwnFiguresSharedItsMaxParallelWays) {
+  Budget here{16.0, 8, 8, 8, 4.0, ""};
+  Budget big = worker_budget(64.0, 32, 2, here, 2.0);
+  EXPECT_EQ(big.memory_limit_gb, 32.0);
+  EXPECT_EQ(big.jobs, 16) << "32 jobs' memory and 32 cores, halved";
+  EXPECT_EQ(big.reason, "the worker's 64.0 GB and 32 core(s) shared 2 way(s): jobs 16, 32.0 GB");
+  // Memory bounds the jobs as on this host: 6 GB at 2 GB a job is 3 jobs of 4 cores.
+  EXPECT_EQ(worker_budget(6.0, 4, 1, here, 2.0).jobs, 3);
+  // What the chain file does not give is this host's, and the reason says so.
+  Budget unknown = worker_budget(std::nullopt, std::nullopt, 1, here, 2.0);
+  EXPECT_EQ(unknown.memory_limit_gb, 16.0);
+  EXPECT_EQ(unknown.jobs, 8);
+  EXPECT_NE(unknown.reason.find("its memory and cores are this host's"), std::string::npos)
+      << unknown.reason;
+  EXPECT_EQ(worker_budget(2.0, 1, 4, here, 2.0).jobs, 1) << "never below one job";
+}
+
+} // namespace
+} // namespace kiln
