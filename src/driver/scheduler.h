@@ -84,8 +84,8 @@ public:
   bool worker_is_down(int worker) const { return m_down[static_cast<size_t>(worker)]; }
   /// Move a running placed stage off its worker (lost under it) to the best-ranked other
   /// worker that is not down, one with a free slot first, else the best-ranked of the rest
-  /// (one over its max_parallel until a stage there ends: a stage that lost its worker does
-  /// not wait again). nullopt when no other worker is left; it stays where it was.
+  /// even when full (a stage that lost its worker does not wait again). nullopt when no other
+  /// worker is left; it stays where it was.
   std::optional<StageStart> move(size_t stage);
   int worker_of(size_t stage) const { return m_worker_of[stage]; }
 
