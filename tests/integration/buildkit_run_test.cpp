@@ -28,36 +28,6 @@ namespace {
 using Env = std::vector<std::pair<std::string, std::string>>;
 using nlohmann::json;
 
-/// The fake first on PATH, its invocations logged, its cases planned per Dockerfile.
-struct FakeBuildkit {
-  explicit FakeBuildkit(const ChainDir& dir) : dir(dir) { plan("# every build: auto\n"); }
-
-  Env env(Env extra = {}) const {
-    Env env = {{"PATH", std::string(KILN_FAKE_BUILDCTL_DIR) + ":" + std::getenv("PATH")},
-               {"KILN_FAKE_BUILDCTL_LOG", (dir.path() / "buildctl.log").string()},
-               {"KILN_FAKE_BUILDCTL_PLAN", (dir.path() / "plan").string()}};
-    env.insert(env.end(), extra.begin(), extra.end());
-    return env;
-  }
-
-  void plan(const std::string& text) const { dir.write("plan", text); }
-
-  /// Every build invocation the fake saw, in order.
-  std::vector<json> builds() const {
-    std::vector<json> builds;
-    std::istringstream in(dir.read("buildctl.log"));
-    for (std::string line; std::getline(in, line);) {
-      json entry = json::parse(line);
-      if (entry["command"] == "build") {
-        builds.push_back(entry);
-      }
-    }
-    return builds;
-  }
-
-  const ChainDir& dir;
-};
-
 bool has_word(const json& build, const std::string& word) {
   for (const auto& arg : build["argv"]) {
     if (arg.get<std::string>() == word) {

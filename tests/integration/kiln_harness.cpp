@@ -252,4 +252,32 @@ std::string rendered_dom(const ChainDir& dir, const std::filesystem::path& page)
   return dir.read("dom.html");
 }
 
+FakeBuildkit::FakeBuildkit(const ChainDir& dir) : dir(dir) {
+  plan("# every build: auto\n");
+}
+
+FakeBuildkit::Env FakeBuildkit::env(Env extra) const {
+  Env env = {{"PATH", std::string(KILN_FAKE_BUILDCTL_DIR) + ":" + std::getenv("PATH")},
+             {"KILN_FAKE_BUILDCTL_LOG", (dir.path() / "buildctl.log").string()},
+             {"KILN_FAKE_BUILDCTL_PLAN", (dir.path() / "plan").string()}};
+  env.insert(env.end(), extra.begin(), extra.end());
+  return env;
+}
+
+void FakeBuildkit::plan(const std::string& text) const {
+  dir.write("plan", text);
+}
+
+std::vector<nlohmann::json> FakeBuildkit::builds() const {
+  std::vector<nlohmann::json> builds;
+  std::istringstream in(dir.read("buildctl.log"));
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json entry = nlohmann::json::parse(line);
+    if (entry["command"] == "build") {
+      builds.push_back(entry);
+    }
+  }
+  return builds;
+}
+
 } // namespace kiln::testing

@@ -81,6 +81,26 @@ inline const char* k_base_dockerfile = "FROM scratch\n"
                                        "COPY busybox /bin/busybox\n"
                                        "RUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n";
 
+/// The fake buildctl (tests/fake_buildctl) first on PATH for a test's kiln runs, its
+/// invocations logged and its cases planned in files of `dir`.
+class FakeBuildkit {
+public:
+  using Env = std::vector<std::pair<std::string, std::string>>;
+
+  /// Every build replays `auto` until plan() says otherwise.
+  explicit FakeBuildkit(const ChainDir& dir);
+
+  /// The environment of a kiln run that reaches the fake, with `extra` after it.
+  Env env(Env extra = {}) const;
+  /// The fake's plan file (its README: `<key> <case>...` per line).
+  void plan(const std::string& text) const;
+  /// Every build invocation the fake saw, in order, as its log line has it (`argv`, `addr`,
+  /// `started_ns`, `ended_ns`, ...).
+  std::vector<nlohmann::json> builds() const;
+
+  const ChainDir& dir;
+};
+
 /// Where Debian's headless Chromium is (scripts/install-deps installs it).
 inline const char* k_chromium = "/usr/bin/chromium";
 

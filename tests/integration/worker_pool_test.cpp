@@ -58,39 +58,20 @@ struct PoolChain {
              "\"work\"\nneeds = [" +
              all + "]\n";
     dir.write("chain.toml", chain);
-    dir.write("plan", "# every build: auto\n");
   }
 
   std::string host(const std::string& worker) const {
     return "unix://" + (dir.path() / (worker + ".sock")).string();
   }
 
-  Env env(Env extra = {}) const {
-    Env env = {{"PATH", std::string(KILN_FAKE_BUILDCTL_DIR) + ":" + std::getenv("PATH")},
-               {"KILN_FAKE_BUILDCTL_LOG", (dir.path() / "buildctl.log").string()},
-               {"KILN_FAKE_BUILDCTL_PLAN", (dir.path() / "plan").string()}};
-    env.insert(env.end(), extra.begin(), extra.end());
-    return env;
-  }
-
   KilnResult run(Env extra = {}) const {
-    return dir.kiln({"run", "chain.toml"}, nullptr, env(std::move(extra)));
+    return dir.kiln({"run", "chain.toml"}, nullptr, fake.env(std::move(extra)));
   }
 
-  /// The daemon address of every build the fake saw, by the stage's OCI layout folder.
-  std::vector<json> builds() const {
-    std::vector<json> builds;
-    std::istringstream in(dir.read("buildctl.log"));
-    for (std::string line; std::getline(in, line);) {
-      json entry = json::parse(line);
-      if (entry["command"] == "build") {
-        builds.push_back(entry);
-      }
-    }
-    return builds;
-  }
+  std::vector<json> builds() const { return fake.builds(); }
 
   const ChainDir& dir;
+  FakeBuildkit fake{dir};
 };
 
 std::map<std::string, std::string> workers_of(const json& manifest) {
@@ -151,7 +132,7 @@ TEST(WorkerPool, AWorkerLostUnderItsBuildsMovesThemAndLeavesTheRun) {
   ChainDir dir;
   PoolChain pool(dir);
   // bk2 loses every build it takes: killed under it, as recorded.
-  dir.write("plan", "work.Dockerfile@" + pool.host("bk2") + " build-daemon-killed\n");
+  pool.fake.plan("work.Dockerfile@" + pool.host("bk2") + " build-daemon-killed\n");
   KilnResult run = pool.run();
   ASSERT_EQ(run.exit_code, 0) << run.output;
   json manifest = dir.latest_manifest();
