@@ -76,17 +76,10 @@ namespace {
 /// restarts once is back at once, one that keeps dying costs every stage placed on it.
 constexpr int k_losses_to_quarantine = 2;
 
-} // namespace
-
-int Run::worker_index(const std::string& name) const {
-  const Worker* worker = m_chain.find_worker(name);
-  return worker == nullptr ? -1 : static_cast<int>(worker - m_chain.workers.data());
-}
-
 /// Why a stage went where it went: its first choice, or past the better ranked ones that were
 /// busy or out of the run.
 std::string placement_reason(const Chain& chain, const StageStart& start,
-                             const Scheduler& scheduler, const std::vector<int>& ranked) {
+                             const std::vector<int>& ranked) {
   if (start.rank == 0) {
     return "first choice";
   }
@@ -94,8 +87,8 @@ std::string placement_reason(const Chain& chain, const StageStart& start,
   std::vector<std::string> out;
   for (int r = 0; r < start.rank && r < static_cast<int>(ranked.size()); ++r) {
     int w = ranked[static_cast<size_t>(r)];
-    const std::string& name = chain.workers[static_cast<size_t>(w)].name;
-    (scheduler.worker_is_down(w) ? out : busy).push_back(name);
+    bool full = std::find(start.busy.begin(), start.busy.end(), w) != start.busy.end();
+    (full ? busy : out).push_back(chain.workers[static_cast<size_t>(w)].name);
   }
   std::vector<std::string> parts;
   if (!busy.empty()) {
@@ -107,14 +100,20 @@ std::string placement_reason(const Chain& chain, const StageStart& start,
   return fmt::format("choice {}: {}", start.rank + 1, join(parts, "; "));
 }
 
+} // namespace
+
+int Run::worker_index(const std::string& name) const {
+  const Worker* worker = m_chain.find_worker(name);
+  return worker == nullptr ? -1 : static_cast<int>(worker - m_chain.workers.data());
+}
+
 Budget Run::place(const StageStart& start, StageRecord& record, BuildRequest& request,
                   const Budget& client) {
   const Worker& worker = m_chain.workers[static_cast<size_t>(start.worker)];
   point_at(request, worker);
   record.worker = worker.name;
   record.worker_rank = start.rank;
-  record.placement =
-      placement_reason(m_chain, start, *m_scheduler, m_scheduler->stages()[start.stage].workers);
+  record.placement = placement_reason(m_chain, start, m_scheduler->stages()[start.stage].workers);
   const Stage& stage = *(*m_stages)[start.stage];
   m_folder.log(fmt::format("stage {}: placed on worker {} ({}), {}", stage.name, worker.name,
                            worker.host, record.placement));

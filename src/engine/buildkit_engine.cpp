@@ -164,9 +164,8 @@ BuildkitVersions BuildkitVersions::parse(std::string_view text) {
 }
 
 std::string BuildkitAddress::shown() const {
-  return address.empty()  ? "unix:///run/buildkit/buildkitd.sock (buildctl's default)"
-         : source.empty() ? address
-                          : fmt::format("{} (from {})", address, source);
+  return address.empty() ? "unix:///run/buildkit/buildkitd.sock (buildctl's default)"
+                         : fmt::format("{} (from {})", address, source);
 }
 
 BuildkitAddress resolve_buildkit_address(const std::string& chain_host) {
@@ -229,7 +228,7 @@ tl::expected<std::string, std::string> BuildkitEngine::version() const {
       return tl::unexpected(
           fmt::format("buildkitd is unreachable at {}: {}; start buildkitd there, or {}",
                       m_address.shown(), said,
-                      m_address.source.starts_with("[[") || m_address.source.starts_with("a [[")
+                      m_address.source.starts_with("[[")
                           ? "correct its host in the chain file"
                           : "point BUILDKIT_HOST or [engine.buildkit] host at a running one"));
     }

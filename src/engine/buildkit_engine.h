@@ -99,8 +99,7 @@ public:
   tl::expected<std::vector<std::string>, std::string> platforms() const override;
   std::unique_ptr<Engine> on_host(const BuildRequest& request) const override {
     return std::make_unique<BuildkitEngine>(BuildkitAddress{
-        request.host, request.host_from.empty() ? "a [[lane]] host" : request.host_from,
-        request.tls_ca, request.tls_cert, request.tls_key});
+        request.host, request.host_from, request.tls_ca, request.tls_cert, request.tls_key});
   }
   std::vector<std::string> unsupported(const std::vector<BuildRequest>& requests,
                                        const std::string& version) const override;
