@@ -290,7 +290,21 @@ StageJob::Attempts StageJob::attempt_until_done() {
     }
 
     FailureVerdict verdict;
+    std::optional<std::string> frozen;
     if (outcome.exit.stalled) {
+      // A daemon that froze leaves its build as silent as a step that hangs: ask it first.
+      std::unique_ptr<Engine> there = m_context.engine.on_host(m_request);
+      frozen = (there ? *there : m_context.engine).unresponsive(k_daemon_answer_limit);
+    }
+    if (frozen) {
+      verdict.verdict = n >= budget ? Verdict::exhausted : Verdict::retry;
+      verdict.class_name = std::string(k_worker_lost_class);
+      verdict.matched_line = *frozen;
+      verdict.reason = fmt::format("silent for {:.0f}s at {}, and {}: the daemon stopped, not "
+                                   "the step",
+                                   a.silent_seconds, step_name(outcome.progress), *frozen);
+      previous_stall.reset();
+    } else if (outcome.exit.stalled) {
       std::string step = step_name(outcome.progress);
       verdict = classify_stall(step, previous_stall, n, budget, a.silent_seconds);
       a.matched_line = a.last_line;
@@ -317,9 +331,10 @@ StageJob::Attempts StageJob::attempt_until_done() {
       if (moved) {
         ++budget;
         verdict.verdict = Verdict::retry;
-        verdict.reason = fmt::format("worker {} was lost under it; moved to worker {}, and the "
-                                     "attempt does not count as the stage's own",
-                                     m_record.moves.back().from, m_record.worker);
+        verdict.reason =
+            fmt::format("{}; moved from worker {} to {}, and the attempt does not count as the "
+                        "stage's own",
+                        verdict.reason, m_record.moves.back().from, m_record.worker);
       }
     } else if (!m_record.worker.empty()) {
       m_context.run.worker_answered(m_record);

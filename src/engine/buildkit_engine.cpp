@@ -208,7 +208,8 @@ tl::expected<std::string, std::string> BuildkitEngine::version() const {
   auto client_probe = std::async(std::launch::async, [] {
     return capture_output({"buildctl", "--version"});
   });
-  CapturedRun info = run_captured(command({"debug", "info"}));
+  // Bounded: a daemon frozen at the start must not hold the run there.
+  CapturedRun info = run_captured(command({"debug", "info"}), k_daemon_answer_limit);
   auto client = client_probe.get();
   if (!client) {
     return tl::unexpected(fmt::format("buildctl is not usable ({}); install BuildKit's buildctl "
@@ -267,6 +268,19 @@ std::optional<std::vector<std::string>> parse_buildkit_workers(std::string_view 
     return std::nullopt;
   }
   return platforms;
+}
+
+std::optional<std::string> BuildkitEngine::unresponsive(std::chrono::milliseconds limit) const {
+  CapturedRun info = run_captured(command({"debug", "info"}), limit);
+  if (info.exit.timed_out) {
+    return fmt::format("buildkitd at {} did not answer buildctl debug info within {}s",
+                       m_address.shown(),
+                       std::chrono::duration_cast<std::chrono::seconds>(limit).count());
+  }
+  if (!info.exit.ok()) {
+    return fmt::format("buildkitd at {} does not answer: {}", m_address.shown(), info.failure());
+  }
+  return std::nullopt;
 }
 
 tl::expected<std::vector<std::string>, std::string> BuildkitEngine::platforms() const {

@@ -95,6 +95,8 @@ public:
   /// buildctl's file and, for a local daemon that is listening, its socket file: a restarted
   /// daemon binds a new one. A tcp:// daemon has none.
   std::string version_key() const override;
+  /// `buildctl debug info`, stopped at `limit`.
+  std::optional<std::string> unresponsive(std::chrono::milliseconds limit) const override;
   /// `buildctl debug workers`, read with parse_buildkit_workers.
   tl::expected<std::vector<std::string>, std::string> platforms() const override;
   std::unique_ptr<Engine> on_host(const BuildRequest& request) const override {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -34,6 +35,11 @@ struct NamedContext {
   /// run could move.
   std::string identity = {};
 };
+
+/// How long a daemon gets to answer a probe (its version at the start, whether it still
+/// answers after a build went silent): a local one answers in milliseconds, a remote one in
+/// well under a second; one that takes longer is not serving builds either.
+inline constexpr std::chrono::seconds k_daemon_answer_limit{10};
 
 /// Everything one engine invocation needs; the engine decides how to spell it.
 struct BuildRequest {
@@ -162,6 +168,14 @@ public:
   virtual std::unique_ptr<Engine> on_host(const BuildRequest& request) const {
     (void)request;
     return nullptr;
+  }
+
+  /// After a build went silent: why the builder's daemon is not answering (frozen, gone), or
+  /// nullopt when it answers within `limit` (or there is no daemon: buildah runs no daemon of
+  /// its own). A silence the daemon answers through is the step's.
+  virtual std::optional<std::string> unresponsive(std::chrono::milliseconds limit) const {
+    (void)limit;
+    return std::nullopt;
   }
 
   /// The platforms the builder builds for, natively or through an emulator it has, as it lists

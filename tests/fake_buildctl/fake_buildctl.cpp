@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -514,6 +515,28 @@ void probe_pause() {
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
+/// Whether the daemon at `addr` is one KILN_FAKE_BUILDCTL_FROZEN names (comma-separated).
+bool frozen_daemon(const std::string& addr) {
+  std::string frozen = env_or("KILN_FAKE_BUILDCTL_FROZEN", "");
+  return !frozen.empty() && ("," + frozen + ",").find("," + addr + ",") != std::string::npos;
+}
+
+/// Marks that a build found the daemon at `addr` frozen: from then on it answers nothing.
+fs::path frozen_marker(const std::string& addr) {
+  std::string name = addr;
+  for (char& c : name) {
+    c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  }
+  return fs::path(env_or("KILN_FAKE_BUILDCTL_LOG", "buildctl.log") + ".frozen-" + name);
+}
+
+/// As buildctl waits on a daemon that was stopped (SIGSTOP): nothing more, until it is killed.
+[[noreturn]] void wait_forever() {
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+}
+
 /// With KILN_FAKE_BUILDCTL_UNREACHABLE=1, fails the way buildctl does when no daemon listens.
 /// With KILN_FAKE_BUILDCTL_UNREACHABLE=1 no daemon listens (with a comma-separated list of
 /// addresses, none at those): the command fails at once as
@@ -622,6 +645,9 @@ int run_debug(Invocation& inv, size_t from) {
                         : std::map<std::string, FlagSpec>{});
   probe_pause();
   require_daemon(inv);
+  if (frozen_daemon(inv.addr) && fs::exists(frozen_marker(inv.addr))) {
+    wait_forever(); // a stopped daemon answers no call either
+  }
   if (what == "workers") {
     print_workers(is_set(parsed, "verbose"));
     return 0;
@@ -1052,6 +1078,18 @@ int run_build(Invocation& inv, size_t from) {
   require_daemon(inv);
   check_recorded(req);
   check_inputs(req);
+  if (frozen_daemon(inv.addr)) {
+    // build-daemon-stopped as it was before buildctl's own cancel: its last line is what the
+    // client printed when it was stopped, which kiln's stop of this process stands in for.
+    inv.case_name = "build-daemon-stopped";
+    Recording rec = load_build_recording(inv.case_name);
+    std::vector<std::pair<int, std::string>> pieces = build_output(req, inv.case_name, rec);
+    pieces.pop_back();
+    write_file_atomic(frozen_marker(inv.addr), "");
+    append_log(inv, 0); // logged now: it is never going to end by itself
+    replay(pieces);
+    wait_forever();
+  }
   inv.case_name = choose_case(req, inv.addr);
   Recording rec = load_build_recording(inv.case_name);
   replay(build_output(req, inv.case_name, rec));

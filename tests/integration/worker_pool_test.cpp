@@ -197,6 +197,38 @@ TEST(WorkerPool, AWorkerThatDoesNotAnswerIsLeftOutAndTheRestBuild) {
   EXPECT_EQ(skipped["stages"][1]["outcome"], "skipped:base");
 }
 
+/// A daemon that froze (SIGSTOP) leaves its build as silent as a hanging step: the stall limit
+/// stops it, and the daemon is asked before the silence is blamed on the step.
+TEST(WorkerPool, AFrozenWorkerIsAskedBeforeASilenceIsCalledAStall) {
+  ChainDir dir;
+  PoolChain pool(dir);
+  std::string chain = dir.read("chain.toml");
+  chain.replace(chain.find("cooldown_s = 0\n"), 15, "cooldown_s = 0\nstall_timeout_s = 1\n");
+  dir.write("chain.toml", chain);
+  KilnResult run = pool.run({{"KILN_FAKE_BUILDCTL_FROZEN", pool.host("bk2")}});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  json manifest = dir.latest_manifest();
+  int moved = 0;
+  for (const auto& stage : manifest["stages"]) {
+    EXPECT_NE(stage["worker"], "bk2") << stage;
+    for (const auto& move : stage["moves"]) {
+      ++moved;
+      EXPECT_EQ(move["from"], "bk2");
+      EXPECT_EQ(move["why"], "worker-lost: buildkitd at " + pool.host("bk2") +
+                                 " (from [[worker]] bk2) did not answer buildctl debug info "
+                                 "within 10s")
+          << stage;
+      const json& lost = stage["attempts"][0];
+      EXPECT_EQ(lost["stopped_by"], "stall") << lost;
+      EXPECT_EQ(lost["transient_class"], "worker-lost") << lost;
+      EXPECT_NE(lost["reason"].get<std::string>().find("the daemon stopped, not the step"),
+                std::string::npos)
+          << lost;
+    }
+  }
+  EXPECT_GE(moved, 1) << run.output;
+}
+
 TEST(WorkerPool, EachWorkerRunsNoMoreStagesThanItsMaxParallelWithABudgetOfItsOwn) {
   ChainDir dir;
   // The stages read no budget file here, but each is offered its worker's: bk1 has 8 GB and 4
