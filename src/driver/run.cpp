@@ -487,10 +487,8 @@ void Run::schedule(const std::vector<const Stage*>& stages,
         m_events.emit(EventType::stage_started, {{"stage", stage.name}, {"lane", started.lane}});
         auto eta = m_eta.find(stage.name);
         BuildRequest request = requests[start.stage];
-        Budget share = budget_share(budget, start.slots, stage.mem_per_job_gb);
-        if (start.worker >= 0) {
-          share = place(start, started, request, budget);
-        }
+        Budget share = start.worker >= 0 ? place(start, started, request, budget)
+                                         : budget_share(budget, start.slots, stage.mem_per_job_gb);
         threads[start.stage] = std::thread(
             [this, &context, &ended, &stage, record = started, request = std::move(request),
              share = std::move(share), index = static_cast<int>(start.stage) + 1,

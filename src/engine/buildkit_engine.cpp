@@ -284,7 +284,7 @@ std::optional<std::string> BuildkitEngine::unresponsive(std::chrono::millisecond
 }
 
 tl::expected<std::vector<std::string>, std::string> BuildkitEngine::platforms() const {
-  CapturedRun workers = run_captured(command({"debug", "workers"}));
+  CapturedRun workers = run_captured(command({"debug", "workers"}), k_daemon_answer_limit);
   if (!workers.exit.ok()) {
     return tl::unexpected(fmt::format("buildctl debug workers at {} failed: {}", m_address.shown(),
                                       workers.failure()));
