@@ -89,7 +89,7 @@ struct CachePolicy {
 
 /// How kiln keeps a run from dying of a full disk ([disk] in the chain file).
 struct DiskSettings {
-  std::filesystem::path path;    // the build drive to measure; absolute; default: records
+  std::filesystem::path path;    // the drive to measure, absolute; "": each store's own
   double need_gb = 0;            // free space a run needs to start; 0: no preflight
   double guard_gb = 10;          // below this the in-stage watchdog reclaims; 0: no watchdog
   double floor_gb = 10;          // a stage's default floor, checked before it starts

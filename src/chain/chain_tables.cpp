@@ -147,7 +147,6 @@ void Loader::read_cache(const toml::table& root) {
 
 void Loader::read_disk(const toml::table& root) {
   DiskSettings& disk = m_chain.disk;
-  disk.path = m_chain.records;
   const auto* table = get<toml::table>(root, "at the top level", "disk");
   if (!table) {
     return;

@@ -7,8 +7,9 @@
 
 #include "cli/chain_file.h"
 #include "disk/guard.h"
-#include "disk/levers.h"
+#include "disk/policy.h"
 #include "disk/slugs.h"
+#include "disk/store_sites.h"
 #include "driver/build_request.h"
 #include "driver/leftovers.h"
 #include "driver/records_lock.h"
@@ -92,15 +93,104 @@ void print_leftovers(const Chain& chain) {
 
 } // namespace
 
+namespace {
+
+/// One store's free space, where it keeps its data and what it holds.
+void print_store(const StoreSite& site) {
+  const StoreLevers& store = *site.levers;
+  fmt::print("{}:\n", store.label());
+  if (site.disk.empty()) {
+    fmt::print("  free space: unknown from this host ({}): no floor, watchdog or reclaim "
+               "measures it\n",
+               site.disk_unknown);
+  } else {
+    auto free = free_bytes(site.disk);
+    fmt::print("  free space: {} on {}\n", free ? gib_text(*free) + "G" : free.error(),
+               site.disk.string());
+    // With [disk] path set, the levers act on the store only when it shares that filesystem.
+    if (auto location = store.location(); !location) {
+      fmt::print("  where it keeps its data is unknown ({}): the disk guard leaves it alone\n",
+                 location.error());
+    } else if (location->path != site.disk) {
+      fmt::print("  {}: {}\n", location->shown,
+                 same_filesystem(location->path, site.disk)
+                     ? fmt::format("on the filesystem of {}", site.disk.string())
+                     : fmt::format("on another filesystem than {}: the disk guard leaves it "
+                                   "alone",
+                                   site.disk.string()));
+    }
+  }
+  auto usage = store.usage();
+  if (!usage) {
+    fmt::print("  not readable: {}\n", usage.error());
+    return;
+  }
+  fmt::print("  {}G on disk, {}G reclaimable\n", gib_text(usage->total_bytes),
+             gib_text(usage->reclaimable_bytes));
+  for (const auto& [type, bytes] : usage->bytes_by_type) {
+    fmt::print("    {:<24} {:>6} record(s) {:>10}G\n", type.empty() ? "(no type)" : type,
+               usage->records_by_type[type], gib_text(bytes));
+  }
+}
+
+/// What a reclaim to `target` would do on the store of `site`, in order.
+void print_reclaim_plan(const Chain& chain, const DiskPolicy& policy, const StoreSite& site,
+                        uint64_t free, uint64_t target) {
+  const StoreLevers& store = *site.levers;
+  uint64_t deficit = target - free;
+  fmt::print("{}G free on {} ({}), {}G short of the target. Would, in this order, stopping once "
+             "it is met:\n",
+             gib_text(free), policy.path.string(), store.label(), gib_text(deficit, true));
+  if (policy.cache_root.empty()) {
+    fmt::print("  no cache exports: no cache root is configured\n");
+  } else if (!same_filesystem(policy.cache_root, policy.path)) {
+    fmt::print("  leave the cache exports alone: {} is on another filesystem than {}\n",
+               policy.cache_root.string(), policy.path.string());
+  } else {
+    auto slugs = list_slugs(policy.cache_root);
+    size_t trimmable = slugs.size() > policy.keep_slugs ? slugs.size() - policy.keep_slugs : 0;
+    uint64_t covered = 0;
+    for (size_t i = 0; i < trimmable && covered < deficit; ++i) {
+      fmt::print("  remove cache export {} ({}G, {} old)\n", slugs[i].name,
+                 gib_text(slugs[i].bytes), age_text(slugs[i].mtime));
+      covered += slugs[i].bytes;
+    }
+  }
+  if (std::string away = store_elsewhere(&store, policy.path); !away.empty()) {
+    fmt::print("  leave the {} and its images alone: {}\n", store.label(), away);
+    return;
+  }
+  if (store.engine() == "buildkit") {
+    // BuildKit's stage images are OCI layouts or pushes: there is no image store to remove from.
+    fmt::print("  prune the layer cache of the {} (--filter type==regular), keeping {}G of "
+               "layers; cache mounts are never pruned\n",
+               store.label(), gib_text(effective_keep_gb(policy)));
+    return;
+  }
+  auto stale = store.stale_images();
+  fmt::print("  remove {} image(s) no build can reuse (the layer cache of tagged and recent "
+             "images stays; cache-mount data is never touched){}\n",
+             stale.size(), stale.empty() ? "" : ":");
+  for (const auto& id : stale) {
+    fmt::print("    {}\n", id);
+  }
+  for (const auto& tag : removable_tags(chain, store)) {
+    fmt::print("  remove image {} (a smoke stage's test run: nothing builds on it), measuring "
+               "after it\n",
+               tag);
+  }
+  fmt::print("  never an image a stable name holds, nor one a stage of the chain builds on, nor "
+             "the final stage's\n");
+}
+
+} // namespace
+
 int disk_status_command(const DiskArgs& args) {
   auto chain = load(args);
   if (!chain) {
     return k_exit_usage;
   }
   DiskPolicy policy = disk_policy(*chain);
-  auto free = free_bytes(policy.path);
-  fmt::print("free space: {} on {}\n", free ? gib_text(*free) + "G" : free.error(),
-             policy.path.string());
   auto slugs = list_slugs(policy.cache_root);
   uint64_t total = 0;
   for (const auto& slug : slugs) {
@@ -113,29 +203,9 @@ int disk_status_command(const DiskArgs& args) {
     fmt::print("  {:<40} {:>10}G  {} old\n", slug.name, gib_text(slug.bytes), age_text(slug.mtime));
   }
   print_leftovers(*chain);
-  auto store = make_store_levers(*chain);
-  // The guard's levers act on the store only when it shares the filesystem it measures.
-  if (auto location = store->location()) {
-    fmt::print("{}: {}\n", location->shown,
-               same_filesystem(location->path, policy.path)
-                   ? fmt::format("on the filesystem of {}", policy.path.string())
-                   : fmt::format("on another filesystem than {}: the disk guard leaves it alone",
-                                 policy.path.string()));
-  } else {
-    fmt::print("{} store: where it keeps its data is unknown ({}): the disk guard leaves it "
-               "alone\n",
-               store->engine(), location.error());
-  }
-  auto usage = store->usage();
-  if (!usage) {
-    fmt::print("{} store: not readable: {}\n", store->engine(), usage.error());
-    return k_exit_ok;
-  }
-  fmt::print("{} store: {}G on disk, {}G reclaimable\n", store->engine(),
-             gib_text(usage->total_bytes), gib_text(usage->reclaimable_bytes));
-  for (const auto& [type, bytes] : usage->bytes_by_type) {
-    fmt::print("  {:<24} {:>6} record(s) {:>10}G\n", type.empty() ? "(no type)" : type,
-               usage->records_by_type[type], gib_text(bytes));
+  StoreSites sites(*chain);
+  for (const StoreSite& site : sites.all()) {
+    print_store(site);
   }
   return k_exit_ok;
 }
@@ -145,17 +215,12 @@ int disk_reclaim_command(const DiskArgs& args) {
   if (!chain) {
     return k_exit_usage;
   }
-  DiskPolicy policy = disk_policy(*chain);
-  for (const auto& line : normalize_policy(policy)) {
+  DiskPolicy base = disk_policy(*chain);
+  for (const auto& line : normalize_policy(base)) {
     fmt::print("{}\n", line);
   }
-  auto free = free_bytes(policy.path);
-  if (!free) {
-    fmt::print(stderr, "kiln: error: {}\n", free.error());
-    return k_exit_usage;
-  }
   auto target = static_cast<uint64_t>(args.target_gb * static_cast<double>(k_gib));
-  auto store = make_store_levers(*chain);
+  StoreSites sites(*chain);
   std::optional<RecordsLock> lock;
   if (!args.dry_run) {
     // A run of this checkout reclaims by its own plan, knowing what its builds still read: a
@@ -175,65 +240,42 @@ int disk_reclaim_command(const DiskArgs& args) {
   } else {
     print_leftovers(*chain); // removed first, whatever the target
   }
-  if (*free >= target) {
-    fmt::print("{}G free on {}: already at the {}G target; nothing to do\n", gib_text(*free),
-               policy.path.string(), gib_text(args.target_gb));
-    return k_exit_ok;
+  for (const StoreSite& site : sites.all()) {
+    if (site.disk.empty()) {
+      fmt::print("{}: left alone: its free space cannot be measured from this host ({})\n",
+                 site.levers->label(), site.disk_unknown);
+    }
   }
-  if (args.dry_run) {
-    uint64_t deficit = target - *free;
-    fmt::print("{}G free on {}, {}G short of the target. Would, in this order, stopping once it "
-               "is met:\n",
-               gib_text(*free), policy.path.string(), gib_text(deficit, true));
-    if (policy.cache_root.empty()) {
-      fmt::print("  no cache exports: no cache root is configured\n");
-    } else if (!same_filesystem(policy.cache_root, policy.path)) {
-      fmt::print("  leave the cache exports alone: {} is on another filesystem than {}\n",
-                 policy.cache_root.string(), policy.path.string());
-    } else {
-      auto slugs = list_slugs(policy.cache_root);
-      size_t trimmable = slugs.size() > policy.keep_slugs ? slugs.size() - policy.keep_slugs : 0;
-      uint64_t covered = 0;
-      for (size_t i = 0; i < trimmable && covered < deficit; ++i) {
-        fmt::print("  remove cache export {} ({}G, {} old)\n", slugs[i].name,
-                   gib_text(slugs[i].bytes), age_text(slugs[i].mtime));
-        covered += slugs[i].bytes;
-      }
+  int code = k_exit_ok;
+  for (const StoreSite* site : sites.one_per_disk()) {
+    DiskPolicy policy = base;
+    policy.path = site->disk;
+    const StoreLevers* store = site->levers;
+    auto free = free_bytes(policy.path);
+    if (!free) {
+      fmt::print(stderr, "kiln: error: {}\n", free.error());
+      return k_exit_usage;
     }
-    if (std::string away = store_elsewhere(store.get(), policy.path); !away.empty()) {
-      fmt::print("  leave the {} store and its images alone: {}\n", store->engine(), away);
-      return k_exit_ok;
+    if (*free >= target) {
+      fmt::print("{}G free on {} ({}): already at the {}G target; nothing to do\n", gib_text(*free),
+                 policy.path.string(), store->label(), gib_text(args.target_gb));
+      continue;
     }
-    if (store->engine() == "buildkit") {
-      // BuildKit's stage images are OCI layouts or pushes: there is no image store to remove from.
-      fmt::print("  prune BuildKit's layer cache (--filter type==regular), keeping {}G of layers; "
-                 "cache mounts are never pruned\n",
-                 gib_text(effective_keep_gb(policy)));
-      return k_exit_ok;
+    if (args.dry_run) {
+      print_reclaim_plan(*chain, policy, *site, *free, target);
+      continue;
     }
-    auto stale = store->stale_images();
-    fmt::print("  remove {} image(s) no build can reuse (the layer cache of tagged and recent "
-               "images stays; cache-mount data is never touched){}\n",
-               stale.size(), stale.empty() ? "" : ":");
-    for (const auto& id : stale) {
-      fmt::print("    {}\n", id);
+    ReclaimOutcome outcome = reclaim(policy, "kiln disk reclaim", target, {}, store, false, true,
+                                     removable_tags(*chain, *store));
+    for (const auto& line : outcome.lines) {
+      fmt::print("{}\n", line);
     }
-    for (const auto& tag : removable_tags(*chain, *store)) {
-      fmt::print("  remove image {} (a smoke stage's test run: nothing builds on it), measuring "
-                 "after it\n",
-                 tag);
+    fmt::print("{}\n", outcome.record);
+    if (outcome.free_after_gb < args.target_gb) {
+      code = k_exit_failed;
     }
-    fmt::print("  never an image a stable name holds, nor one a stage of the chain builds on, nor "
-               "the final stage's\n");
-    return k_exit_ok;
   }
-  ReclaimOutcome outcome = reclaim(policy, "kiln disk reclaim", target, {}, store.get(), false,
-                                   true, removable_tags(*chain, *store));
-  for (const auto& line : outcome.lines) {
-    fmt::print("{}\n", line);
-  }
-  fmt::print("{}\n", outcome.record);
-  return outcome.free_after_gb >= args.target_gb ? k_exit_ok : k_exit_failed;
+  return code;
 }
 
 } // namespace kiln

@@ -79,7 +79,9 @@ tl::expected<pid_t, std::string> socket_peer(const std::string& path) {
     return tl::unexpected(fmt::format("the socket path {} is too long", path));
   }
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Non-blocking: a daemon that stopped accepting (a full backlog) fails the connect at once
+  // instead of holding whoever asks where its store is.
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     return tl::unexpected(fmt::format("cannot open a socket: {}", std::strerror(errno)));
   }

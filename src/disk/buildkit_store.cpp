@@ -147,7 +147,8 @@ LayerPrune BuildkitStore::prune_layers(double keep_gb) const {
     return run_captured(argv, timeout);
   };
   auto skip = [&](std::string why) {
-    result.lines.push_back(fmt::format("[disk-store] WARN buildkit layer prune skipped: {}", why));
+    result.lines.push_back(
+        fmt::format("[disk-store] WARN {}: layer prune skipped: {}", label(), why));
     result.summary = "skipped: " + why;
     result.skipped = std::move(why);
     return result;
@@ -184,14 +185,14 @@ LayerPrune BuildkitStore::prune_layers(double keep_gb) const {
   uint64_t unfreeable_mb = ceil_mb(unfreeable_bytes(records));
   if (keep_mb == 0) {
     result.lines.push_back(fmt::format(
-        "[disk-store] buildkit: pruning type==regular layer cache with --keep-storage 0 (every "
-        "idle layer; the {} MB the filter cannot free stays)",
-        unfreeable_mb));
+        "[disk-store] {}: pruning type==regular layer cache with --keep-storage 0 (every idle "
+        "layer; the {} MB the filter cannot free stays)",
+        label(), unfreeable_mb));
   } else {
     result.lines.push_back(fmt::format(
-        "[disk-store] buildkit: pruning type==regular layer cache with --keep-storage {} MB ({:g} "
-        "GB of layers + {} MB the filter cannot free)",
-        keep_mb, keep_gb, unfreeable_mb));
+        "[disk-store] {}: pruning type==regular layer cache with --keep-storage {} MB ({:g} GB "
+        "of layers + {} MB the filter cannot free)",
+        label(), keep_mb, keep_gb, unfreeable_mb));
   }
   result.ran = true;
   CapturedRun prune = step(prune_argv(keep_mb), k_prune_timeout);
@@ -201,14 +202,14 @@ LayerPrune BuildkitStore::prune_layers(double keep_gb) const {
     for (const DuRecord& record : pruned) {
       freed += record.bytes;
     }
-    result.lines.push_back(fmt::format("[disk-store] buildkit: pruned {} layer record(s), {} freed",
-                                       pruned.size(), decimal_size(freed)));
+    result.lines.push_back(fmt::format("[disk-store] {}: pruned {} layer record(s), {} freed",
+                                       label(), pruned.size(), decimal_size(freed)));
     result.removed_any = !pruned.empty();
     result.summary =
         fmt::format("pruned {} layer record(s), {}", pruned.size(), decimal_size(freed));
   } else {
     result.lines.push_back(
-        fmt::format("[disk-store] WARN buildkit layer prune failed: {}", prune.failure()));
+        fmt::format("[disk-store] WARN {}: layer prune failed: {}", label(), prune.failure()));
     result.summary = "prune failed: " + prune.failure();
   }
 

@@ -51,6 +51,7 @@ public:
       : m_address(address), m_engine(std::move(address)) {}
 
   std::string engine() const override { return "buildkit"; }
+  std::string label() const override { return "buildkit store at " + m_address.shown(); }
 
   /// The root of the buildkitd on a local unix socket (locate_buildkitd); a remote daemon's
   /// cannot be known.

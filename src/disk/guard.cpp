@@ -62,11 +62,11 @@ std::string largest_folder_note(const DiskPolicy& p) {
                      p.cache_root.string(), gib_text(total), slugs.size(), p.keep_slugs);
 }
 
-std::string engine_name(const StoreLevers* store) {
+std::string store_label(const StoreLevers* store) {
   try {
-    return store->engine();
+    return store->label();
   } catch (const std::exception&) {
-    return "engine";
+    return "engine store";
   }
 }
 
@@ -115,9 +115,8 @@ std::string store_elsewhere(const StoreLevers* store, const std::filesystem::pat
     location = tl::unexpected(std::string(error.what()));
   }
   if (!location) {
-    return fmt::format("where the {} store keeps its data is unknown ({}), so it is not pruned "
-                       "for {}",
-                       engine_name(store), location.error(), path.string());
+    return fmt::format("where the {} keeps its data is unknown ({}), so it is not pruned for {}",
+                       store_label(store), location.error(), path.string());
   }
   if (auto away = elsewhere(location->path, filesystem_device(path), path)) {
     return fmt::format("{} {}", location->shown, *away);
@@ -205,14 +204,13 @@ ReclaimOutcome reclaim(const DiskPolicy& p, const std::string& where, uint64_t t
   }
 
   // The engine store's two levers share one question: is the store on this filesystem?
-  std::string engine = store == nullptr ? std::string("engine") : engine_name(store);
+  std::string store_name = store == nullptr ? std::string("engine store") : store_label(store);
   std::string store_away; // why the store is left alone, or ""
   if (store != nullptr && !met()) {
     store_away = store_elsewhere(store, p.path);
     if (!store_away.empty()) {
       out.lines.push_back(fmt::format("[disk-store] skipped: {}", store_away));
-      out.parts.push_back(
-          fmt::format("{} store and its images: untouched ({})", engine, store_away));
+      out.parts.push_back(fmt::format("{} and its images: untouched ({})", store_name, store_away));
     }
   }
 
@@ -227,7 +225,7 @@ ReclaimOutcome reclaim(const DiskPolicy& p, const std::string& where, uint64_t t
   } else if (store_already_pruned) {
     out.lines.push_back("[disk-store] skipped: already pruned once here (a second prune walks "
                         "the whole store again and frees nothing)");
-    out.parts.push_back(fmt::format("{} store: already pruned once here", engine));
+    out.parts.push_back(fmt::format("{}: already pruned once here", store_name));
   } else {
     std::string note;
     double keep = effective_keep_gb(p, &note);
@@ -251,7 +249,7 @@ ReclaimOutcome reclaim(const DiskPolicy& p, const std::string& where, uint64_t t
     }
     out.store_freed = gain(start, gauge.measure());
     out.parts.push_back(
-        fmt::format("{} store: {}, freed {} GiB", engine, summary, gib_text(out.store_freed)));
+        fmt::format("{}: {}, freed {} GiB", store_name, summary, gib_text(out.store_freed)));
   }
 
   // (3) Images, only between stages, measured after each removal: the unique layers an image
@@ -264,9 +262,9 @@ ReclaimOutcome reclaim(const DiskPolicy& p, const std::string& where, uint64_t t
     out.lines.push_back("[disk-image] skipped: images are not removed while a build runs (an "
                         "image prune once took a blob out from under a running build)");
     out.parts.push_back(
-        fmt::format("images: not looked at while a build runs ({} tagged image(s) in the {} "
-                    "store, removable only between stages)",
-                    tagged_text(tagged_count(store)), engine));
+        fmt::format("images: not looked at while a build runs ({} tagged image(s) in the {}, "
+                    "removable only between stages)",
+                    tagged_text(tagged_count(store)), store_name));
   } else {
     uint64_t start = gauge.free();
     std::vector<std::string> stale;

@@ -51,6 +51,9 @@ public:
 
   virtual std::string engine() const = 0;
 
+  /// How a line names this store: its engine and, for a daemon, which one and where it was named.
+  virtual std::string label() const { return engine() + " store"; }
+
   /// Where the store keeps its layers, or why that cannot be known. A lever acts only when
   /// this is on the filesystem short of space: removing images elsewhere frees nothing there.
   virtual tl::expected<StoreLocation, std::string> location() const = 0;

@@ -76,7 +76,8 @@ void DiskWatchdog::tick() {
       emit(fmt::format("[disk-watch] {}", free.error()));
       return;
     }
-    emit(fmt::format("[disk-watch] {}G free on {}", gib_text(*free), m_policy.path.string()));
+    emit(fmt::format("[disk-watch] {}G free on {}{}", gib_text(*free), m_policy.path.string(),
+                     m_store == nullptr ? std::string() : " (" + m_store->label() + ")"));
     if (m_policy.guard_gb <= 0) {
       return;
     }

@@ -13,7 +13,7 @@
 namespace kiln {
 
 /// Samples free space on `policy.path` while a stage builds. Every tick logs
-/// `[disk-watch] <N>G free on <path>`, unconditionally, so the log alone reconstructs the disk's
+/// `[disk-watch] <N>G free on <path> (<store>)`, unconditionally, so the log alone reconstructs the disk's
 /// trajectory (an operator's external prune otherwise leaves no trace). Below `guard_gb` it
 /// reclaims without images (a build is running) and with the store prune at most once per
 /// episode. It never kills the build it watches and never throws.

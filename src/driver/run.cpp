@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "disk/levers.h"
+#include "disk/policy.h"
 #include "driver/build_request.h"
 #include "driver/crash.h"
 #include "driver/leftovers.h"
@@ -202,10 +202,12 @@ void Run::building(const std::string& stage, bool now) {
     return;
   }
   m_episode = episode;
-  if (episode.empty()) {
-    m_watchdog->stop();
-  } else {
-    m_watchdog->start(episode, floor_scope().protected_slugs);
+  for (auto& watchdog : m_watchdogs) {
+    if (episode.empty()) {
+      watchdog->stop();
+    } else {
+      watchdog->start(episode, floor_scope().protected_slugs);
+    }
   }
 }
 
@@ -234,13 +236,49 @@ std::string Run::stop_cause() const {
   return m_stopped_by_error ? "stopped by an internal error" : "stopped";
 }
 
+GateResult Run::preflight_sites() {
+  GateResult all;
+  std::vector<const StoreSite*> sites = m_sites->one_per_disk();
+  if (sites.empty() && m_disk.need_gb > 0) {
+    const StoreSite& first = m_sites->all().front();
+    all.lines.push_back(fmt::format("WARN [disk] preflight skipped: the free space of the {} "
+                                    "cannot be measured from this host ({})",
+                                    first.levers->label(), first.disk_unknown));
+  }
+  for (const StoreSite* site : sites) {
+    DiskPolicy policy = m_disk;
+    policy.path = site->disk;
+    GateResult gate = preflight(policy);
+    all.lines.insert(all.lines.end(), gate.lines.begin(), gate.lines.end());
+    if (!gate.ok) {
+      all.ok = false;
+      all.message = gate.message;
+      break;
+    }
+  }
+  return all;
+}
+
+void Run::start_watchdogs() {
+  for (const StoreSite* site : m_sites->one_per_disk()) {
+    DiskPolicy policy = m_disk;
+    policy.path = site->disk;
+    m_watchdogs.push_back(std::make_unique<DiskWatchdog>(
+        policy, [this](const std::string& line) { disk_log(m_folder, m_console, line); },
+        site->levers));
+  }
+}
+
 void Run::start_sampler() {
   if (m_chain.resources.sample_interval.count() <= 0) {
     return;
   }
   auto interval = m_chain.resources.sample_interval;
-  m_sampler = std::make_unique<ResourceSampler>(m_folder.path() / "resources.csv",
-                                                m_chain.disk.path, interval);
+  // The first store's disk: where this host's builds write.
+  std::vector<const StoreSite*> measured = m_sites->one_per_disk();
+  m_sampler = std::make_unique<ResourceSampler>(
+      m_folder.path() / "resources.csv",
+      measured.empty() ? m_chain.records : measured.front()->disk, interval);
   m_sampler->set_phase("init");
   if (auto started = m_sampler->start(); !started) {
     m_folder.log("warning: no resource sampling: " + started.error());
@@ -407,8 +445,7 @@ void Run::record_skipped() {
 }
 
 void Run::schedule(const std::vector<const Stage*>& stages,
-                   const std::vector<BuildRequest>& requests, const Budget& budget,
-                   DiskWatchdog& watchdog) {
+                   const std::vector<BuildRequest>& requests, const Budget& budget) {
   std::vector<PlanStage> plan = plan_stages(stages, &m_chain);
   std::vector<int> worker_slots;
   int pool_slots = 0;
@@ -423,7 +460,6 @@ void Run::schedule(const std::vector<const Stage*>& stages,
       std::max(1, budget.slots) + (pooled ? pool_slots : 0)));
   std::unique_lock lock(m_mutex);
   m_stages = &stages;
-  m_watchdog = &watchdog;
   m_record.max_parallel = max_parallel;
   m_scheduler.emplace(std::move(plan),
                       SchedulerLimits{max_parallel, budget.slots, m_options.fail_fast,
@@ -444,10 +480,21 @@ void Run::schedule(const std::vector<const Stage*>& stages,
                            m_options.fail_fast ? "--fail-fast: the first failure stops "
                                                  "the run starting stages"
                                                : "a failure skips only what needs it"));
-  const StageJobContext context{m_chain,        m_engine, m_clock,  m_folder,
-                                m_console,      m_events, m_cancel, *m_gates,
-                                m_classes,      m_disk,   m_store,  m_options.no_salvage,
-                                m_store_in_use, *this};
+  const StageJobContext context{m_chain,
+                                m_engine,
+                                m_clock,
+                                m_folder,
+                                m_console,
+                                m_events,
+                                m_cancel,
+                                *m_gates,
+                                m_classes,
+                                m_disk,
+                                *m_sites,
+                                m_floors,
+                                m_options.no_salvage,
+                                m_store_in_use,
+                                *this};
   struct Ended {
     size_t index;
     StageResult result;
@@ -691,14 +738,11 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
                  "tier stays");
   }
   m_disk = disk_policy(m_chain);
-  if (m_seams.store == nullptr) {
-    m_owned_store = make_store_levers(m_chain);
-  }
-  m_store = m_seams.store != nullptr ? m_seams.store : m_owned_store.get();
+  m_sites.emplace(m_chain, m_seams.store);
   for (const auto& line : normalize_policy(m_disk)) {
     disk_log(m_folder, m_console, line);
   }
-  if (GateResult gate = preflight(m_disk); !gate.ok || !gate.lines.empty()) {
+  if (GateResult gate = preflight_sites(); !gate.ok || !gate.lines.empty()) {
     for (const auto& line : gate.lines) {
       disk_log(m_folder, m_console, line);
     }
@@ -738,13 +782,13 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
   }
   m_engine.look_ahead();
   start_sampler();
-  DiskWatchdog watchdog(
-      m_disk, [this](const std::string& line) { disk_log(m_folder, m_console, line); }, m_store);
+  start_watchdogs();
   std::optional<Budget> budget = run_budget();
   schedule(stages, requests,
-           budget.value_or(Budget{0, online_cores(), online_cores(), online_cores(), 0, ""}),
-           watchdog);
-  watchdog.stop();
+           budget.value_or(Budget{0, online_cores(), online_cores(), online_cores(), 0, ""}));
+  for (auto& watchdog : m_watchdogs) {
+    watchdog->stop();
+  }
   move_stable_tags();
   publish_all(stages);
   int exit_code = run_outcome();

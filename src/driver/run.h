@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "chain/chain.h"
+#include "disk/floor_ledger.h"
 #include "disk/guard.h"
+#include "disk/store_sites.h"
 #include "disk/watchdog.h"
 #include "driver/console.h"
 #include "driver/events.h"
@@ -52,8 +54,12 @@ private:
                      const std::vector<BuildRequest>& requests);
   /// Start what the scheduler says may start, wait for a stage to end, repeat. The loop holds
   /// m_mutex except while it waits; a stage's job takes it only to hand over its record.
+  /// The disk preflight on each filesystem a store is measured on.
+  GateResult preflight_sites();
+  /// A disk watchdog per filesystem a store is measured on.
+  void start_watchdogs();
   void schedule(const std::vector<const Stage*>& stages, const std::vector<BuildRequest>& requests,
-                const Budget& budget, DiskWatchdog& watchdog);
+                const Budget& budget);
   /// Point `request` at the worker the scheduler placed `start` on, say why in `record`, and
   /// return the stage's budget on that worker. m_mutex held.
   Budget place(const StageStart& start, StageRecord& record, BuildRequest& request,
@@ -139,8 +145,8 @@ private:
   std::map<std::string, double> m_eta;
   std::unique_ptr<ResourceSampler> m_sampler;
   DiskPolicy m_disk;
-  std::unique_ptr<StoreLevers> m_owned_store;
-  const StoreLevers* m_store = nullptr;
+  std::optional<StoreSites> m_sites; // the stores the stages build into, each measured where it is
+  FloorLedger m_floors;
   std::optional<ImageGates> m_gates;
   RunSeams m_seams;
   /// Every build and cooldown of the run watches this one: Ctrl-C reaches it from the
@@ -172,12 +178,13 @@ private:
   std::vector<int> m_worker_losses;
   bool m_interrupted = false;
 
-  /// Guards the disk watchdog's episode: the stages building now. Taken before m_mutex, never
+  /// Guards the disk watchdogs' episode: the stages building now. Taken before m_mutex, never
   /// while it is held.
   std::mutex m_watch_mutex;
   std::set<std::string> m_building;
   std::string m_episode;
-  DiskWatchdog* m_watchdog = nullptr;
+  /// One per filesystem the stores are measured on, with the levers of the first store there.
+  std::vector<std::unique_ptr<DiskWatchdog>> m_watchdogs;
 
   std::mutex m_phase_mutex; // the sampler's phase: set from the builds' progress
   std::map<std::string, std::string> m_phases;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "disk/slugs.h"
 #include "driver/build_request.h"
 #include "driver/compile_fallback.h"
 #include "driver/compile_floor.h"
@@ -90,6 +91,7 @@ StageResult StageJob::run() {
     end = build();
   }
   m_context.run.set_phase(m_stage.name, "");
+  m_context.floors.release(m_stage.name);
   save();
   return {end, m_verdicts};
 }
@@ -98,23 +100,82 @@ bool StageJob::stopping() const {
   return interrupt_signal() != 0 || m_context.cancel.cancelled();
 }
 
-StageEnd StageJob::before_build() {
+StageEnd StageJob::disk_floor() {
   double floor = m_stage.disk_floor_gb.value_or(m_context.chain.disk.floor_gb);
-  if (floor > 0) {
-    // Images only while no stage builds: the store to itself for as long as the floor runs.
+  if (floor <= 0) {
+    return StageEnd::ok;
+  }
+  // The store this stage's build writes into, measured where it is, not the client's disk.
+  const StoreSite& site = m_context.sites.at(m_request.host);
+  std::string store = site.levers->label();
+  if (site.disk.empty()) {
+    disk_log(m_context.folder, m_context.console,
+             fmt::format("WARN [disk] stage {}: floor not checked: the free space of the {} cannot "
+                         "be measured from this host ({})",
+                         m_stage.name, store, site.disk_unknown));
+    return StageEnd::ok;
+  }
+  bool said_held = false;
+  for (;;) {
+    FloorLedger::Claim claim = m_context.floors.claim(site.disk, m_stage.name, floor);
+    if (!claim.error.empty()) {
+      disk_log(
+          m_context.folder, m_context.console,
+          fmt::format("WARN [disk] stage {}: floor check skipped: {}", m_stage.name, claim.error));
+      return StageEnd::ok;
+    }
+    std::string beside = claim.holders.empty()
+                             ? std::string()
+                             : fmt::format(" beside the {}G held by {} building there",
+                                           gib_text(claim.others_gb), join(claim.holders, ", "));
+    if (claim.fits) {
+      m_context.folder.log(fmt::format("[disk] stage {}: {}G free on {} ({}), floor {}G{}",
+                                       m_stage.name, gib_text(claim.free), site.disk.string(),
+                                       store, gib_text(floor), beside));
+      return StageEnd::ok;
+    }
+    if (!claim.held) {
+      // Room another stage may still fill is no room: wait for one of them to end.
+      if (!said_held) {
+        std::string line = fmt::format(
+            "[disk] stage {}: held back: {}G free on {} ({}) does not cover its floor {}G{}; it "
+            "starts when one of them ends",
+            m_stage.name, gib_text(claim.free), site.disk.string(), store, gib_text(floor), beside);
+        m_context.folder.log(line);
+        m_context.console.note(line);
+        said_held = true;
+      }
+      if (stopping()) {
+        m_record.failure = m_context.run.stop_cause() + " before it started";
+        return not_started("interrupted", StageEnd::interrupted);
+      }
+      m_context.floors.wait_for_release(std::chrono::seconds(1));
+      continue;
+    }
+    // Alone on that store and short: reclaim there, images only while no stage builds.
     std::unique_lock alone(m_context.store_in_use, std::try_to_lock);
     FloorScope scope = m_context.run.floor_scope();
-    GateResult gate = stage_floor(m_context.disk, m_stage.name, floor, scope.protected_slugs,
-                                  m_context.store, scope.removable_tags, alone.owns_lock());
+    DiskPolicy policy = m_context.disk;
+    policy.path = site.disk;
+    GateResult gate = stage_floor(policy, m_stage.name, floor, scope.protected_slugs, site.levers,
+                                  scope.removable_tags, alone.owns_lock());
     for (const auto& line : gate.lines) {
       disk_log(m_context.folder, m_context.console, line);
     }
     if (!gate.ok) {
+      m_context.floors.release(m_stage.name);
       m_record.failure = gate.message;
       m_context.folder.log(
           fmt::format("stage {}: disk floor refused it: {}", m_stage.name, gate.message));
       return not_started("failed", StageEnd::failed);
     }
+    return StageEnd::ok;
+  }
+}
+
+StageEnd StageJob::before_build() {
+  if (StageEnd floor = disk_floor(); floor != StageEnd::ok) {
+    return floor;
   }
   StageEnd parents = parent_gates();
   if (stopping()) {

@@ -6,8 +6,9 @@
 #include <vector>
 
 #include "chain/chain.h"
+#include "disk/floor_ledger.h"
 #include "disk/guard.h"
-#include "disk/store.h"
+#include "disk/store_sites.h"
 #include "driver/attempt.h"
 #include "driver/attempt_runner.h"
 #include "driver/console.h"
@@ -84,7 +85,8 @@ struct StageJobContext {
   ImageGates& gates;
   const std::vector<TransientClass>& classes; // the chain's, then the built-in ones
   const DiskPolicy& disk;
-  const StoreLevers* store;
+  const StoreSites& sites;
+  FloorLedger& floors;
   bool no_salvage;
   /// Held shared by every stage from its build to its end: an image prune needs the store to
   /// itself, as a prune once took a blob out from under a running build.
@@ -110,6 +112,10 @@ private:
   /// The disk floor, the parents' gates and the job budget: ok, or how the stage ended
   /// without starting.
   StageEnd before_build();
+  /// The disk floor on the store the stage builds into, beside the floors of the stages
+  /// building there now: waits for one of them to end when it does not fit beside them, and
+  /// reclaims (or refuses) when it does not fit alone.
+  StageEnd disk_floor();
   StageEnd build();
   struct Attempts {
     StageEnd end;

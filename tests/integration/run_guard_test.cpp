@@ -119,6 +119,10 @@ protected:
   /// The daemon answers at a socket in the test's folder: nothing listens there unless a test
   /// starts a stand-in, so where its store is stays unknown.
   std::string socket() const { return (m_dir.path() / "buildkitd.sock").string(); }
+  /// How every disk line names that daemon's store.
+  std::string store_label() const {
+    return "buildkit store at unix://" + socket() + " (from [engine.buildkit] host)";
+  }
 
   void write_chain(const std::string& disk, const std::string& stage_extra = "") {
     m_dir.write("chain.toml", "[chain]\nname = \"rd" + m_dir.nonce() +
@@ -211,13 +215,13 @@ TEST_F(RunDisk, ADaemonThatCannotBeLocatedIsNotPrunedAndTheWarningSaysWhy) {
   KilnResult run = m_dir.kiln({"run", "chain.toml"}, nullptr, env());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   std::string driver = m_dir.read("records/latest/driver.log");
-  std::string why = "where the buildkit store keeps its data is unknown (cannot connect to " +
-                    socket() + ": No such file or directory), so it is not pruned for " +
-                    (m_dir.path() / "disk").string();
+  std::string why =
+      "where the " + store_label() + " keeps its data is unknown (cannot connect to " + socket() +
+      ": No such file or directory), so it is not pruned for " + (m_dir.path() / "disk").string();
   EXPECT_NE(driver.find("WARN [disk-reclaim] watchdog during work: NOTHING was removed"),
             std::string::npos)
       << driver;
-  EXPECT_NE(driver.find("buildkit store and its images: untouched (" + why + ")"),
+  EXPECT_NE(driver.find(store_label() + " and its images: untouched (" + why + ")"),
             std::string::npos)
       << driver;
   EXPECT_EQ(count(m_dir.read("buildctl.log"), "\"command\":\"prune\""), 0u);
@@ -236,7 +240,7 @@ TEST_F(RunDisk, TheStoreOfADaemonOnTheShortDiskIsPrunedOnceAndItsCacheMountsSurv
   EXPECT_EQ(count(buildctl, "\"prune\",\"--filter\",\"type==regular\""), 1u) << buildctl;
   EXPECT_NE(driver.find("cache-mount record(s) survived"), std::string::npos) << driver;
   // The console's record names what the prune removed, as driver.log does.
-  EXPECT_NE(run.output.find("buildkit store: pruned 14 layer record(s), 3.16MB, freed "),
+  EXPECT_NE(run.output.find(store_label() + ": pruned 14 layer record(s), 3.16MB, freed "),
             std::string::npos)
       << run.output;
 }
@@ -249,13 +253,62 @@ TEST_F(RunDisk, TheStoreOfADaemonOnAnotherDiskIsLeftAlone) {
   KilnResult run = m_dir.kiln({"run", "chain.toml"}, nullptr, env());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_EQ(count(m_dir.read("buildctl.log"), "\"command\":\"prune\""), 0u);
-  EXPECT_NE(run.output.find("buildkit store and its images: untouched (the buildkit store " +
+  EXPECT_NE(run.output.find(store_label() + " and its images: untouched (the buildkit store " +
                             (m_dir.path() / "buildkit").string() + " (buildkitd pid " +
                             std::to_string(daemon.pid()) +
                             ", its --root) is on another filesystem than " +
                             (m_dir.path() / "disk").string() + ")"),
             std::string::npos)
       << run.output;
+}
+
+TEST_F(RunDisk, ALanesOwnDaemonIsMeasuredPrunedAndNamedNotTheChainsDefault) {
+  // The lane builds on the daemon at socket() (its store on the short disk); the chain's
+  // default daemon is one no stage uses. Every du, prune, floor and watch goes to the lane's.
+  std::filesystem::create_directories(m_disk / "buildkit");
+  StandInBuildkitd daemon(socket(), {"--root", (m_disk / "buildkit").string()});
+  std::ofstream(m_disk / "ballast") << std::string(7 * 1024 * 1024, 'b');
+  std::string idle = (m_dir.path() / "idle.sock").string();
+  m_dir.write("chain.toml", "[chain]\nname = \"rd" + m_dir.nonce() +
+                                "\"\nengine = \"buildkit\"\n\n[engine.buildkit]\nhost = \"unix://" +
+                                idle +
+                                "\"\n\n[cache]\nroot = \"disk/cache\"\n\n[disk]\nfloor_gb = "
+                                "0.0001\nguard_gb = 0.004\nwatch_interval_s = 1\n\n"
+                                "[[lane]]\nname = \"amd64\"\nplatform = \"linux/amd64\"\n"
+                                "host = \"unix://" +
+                                socket() +
+                                "\"\n\n[[stage]]\nname = \"work\"\ndockerfile = "
+                                "\"work.Dockerfile\"\n");
+  KilnResult run =
+      m_dir.kiln({"run", "chain.toml"}, nullptr, env({{"KILN_FAKE_BUILDCTL_DELAY_MS", "30"}}));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::string lane_store = "buildkit store at unix://" + socket() + " (from [[lane]] amd64)";
+  std::string driver = m_dir.read("records/latest/driver.log");
+  EXPECT_NE(driver.find("[disk] stage amd64/work: "), std::string::npos) << driver;
+  EXPECT_NE(driver.find("(" + lane_store + "), floor 0.000100G"), std::string::npos) << driver;
+  EXPECT_NE(driver.find("[disk-watch] "), std::string::npos) << driver;
+  EXPECT_NE(driver.find(" (" + lane_store + ")\n"), std::string::npos) << driver;
+  EXPECT_NE(run.output.find(lane_store + ": pruned 14 layer record(s), 3.16MB, freed "),
+            std::string::npos)
+      << run.output;
+
+  KilnResult status = m_dir.kiln({"disk", "status", "chain.toml"}, nullptr, env());
+  ASSERT_EQ(status.exit_code, 0) << status.output;
+  EXPECT_NE(status.output.find(lane_store + ":\n  free space: "), std::string::npos)
+      << status.output;
+
+  // Every du and prune, of the run and of status, went to the lane's daemon.
+  std::string buildctl = m_dir.read("buildctl.log");
+  EXPECT_EQ(count(buildctl, idle), 0u) << buildctl;
+  size_t store_commands = 0;
+  for (const std::string& line : lines_of(buildctl)) {
+    if (line.find("\"command\":\"du\"") != std::string::npos ||
+        line.find("\"command\":\"prune\"") != std::string::npos) {
+      ++store_commands;
+      EXPECT_NE(line.find("unix://" + socket()), std::string::npos) << line;
+    }
+  }
+  EXPECT_GE(store_commands, 4u) << buildctl; // the prune's du, counts before and after; status
 }
 
 TEST_F(RunDisk, DiskStatusAndReclaimBetweenRuns) {
@@ -280,12 +333,13 @@ TEST_F(RunDisk, DiskStatusAndReclaimBetweenRuns) {
   EXPECT_TRUE(std::filesystem::exists(m_disk / "cache/s0"));
   EXPECT_EQ(count(m_dir.read("buildctl.log"), "\"command\":\"prune\""), 0u);
 
-  EXPECT_NE(dry.output.find("leave the buildkit store and its images alone: where the buildkit "
-                            "store keeps its data is unknown"),
+  EXPECT_NE(dry.output.find("leave the " + store_label() + " and its images alone: where the " +
+                            store_label() + " keeps its data is unknown"),
             std::string::npos)
       << dry.output;
-  EXPECT_NE(status.output.find("buildkit store: where it keeps its data is unknown (cannot "
-                               "connect to " +
+  EXPECT_NE(status.output.find(store_label() + ":\n  free space: "), std::string::npos)
+      << status.output;
+  EXPECT_NE(status.output.find("  where it keeps its data is unknown (cannot connect to " +
                                socket() + ": No such file or directory)"),
             std::string::npos)
       << status.output;
@@ -367,11 +421,14 @@ TEST(RunDiskElsewhere, AFloorFailingOnTmpfsRecordsRemovesNoImageFromAStoreOnAnot
   ASSERT_FALSE(trim(*dangling).empty()) << "the old build's image is dangling";
   std::vector<std::string> before = store_images();
 
-  // [disk] path defaults to the records folder: the 64 MiB tmpfs, short of a 1 G floor.
+  // [disk] path names the records folder: the 64 MiB tmpfs, short of a 1 G floor.
   dir.write("base.Dockerfile", k_base_dockerfile);
-  dir.write("chain.toml", "[chain]\nname = \"far-" + dir.nonce() +
-                              "\"\n\n[disk]\nfloor_gb = 1\n\n[[stage]]\nname = \"base\"\n"
-                              "dockerfile = \"base.Dockerfile\"\n");
+  auto write_chain = [&](const std::string& disk) {
+    dir.write("chain.toml", "[chain]\nname = \"far-" + dir.nonce() + "\"\n\n[disk]\n" + disk +
+                                "floor_gb = 1\n\n[[stage]]\nname = \"base\"\n"
+                                "dockerfile = \"base.Dockerfile\"\n");
+  };
+  write_chain("path = \"" + records.string() + "\"\n");
   KilnResult run = dir.kiln({"run", "chain.toml"}, nullptr, {{"CONTAINERS_STORAGE_CONF", conf}});
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_EQ(store_images(), before) << run.output;
@@ -419,6 +476,21 @@ TEST(RunDiskElsewhere, AFloorFailingOnTmpfsRecordsRemovesNoImageFromAStoreOnAnot
             std::string::npos)
       << reclaim.output;
   EXPECT_EQ(store_images(), before);
+
+  // Without [disk] path the floor measures the store's own filesystem, not the records'.
+  write_chain("");
+  KilnResult measured = dir.kiln({"run", "chain.toml"}, nullptr, store_env);
+  EXPECT_EQ(measured.exit_code, 0) << measured.output;
+  std::string floor_line = "[disk] stage base: ";
+  std::string second = dir.read("records/latest/driver.log");
+  size_t at = second.find(floor_line);
+  ASSERT_NE(at, std::string::npos) << second;
+  std::string line = second.substr(at, second.find('\n', at) - at);
+  EXPECT_NE(line.find("G free on " + (dir.path() / "store").string() +
+                      " (buildah store), floor "
+                      "1.00G"),
+            std::string::npos)
+      << line;
 }
 
 } // namespace

@@ -49,7 +49,7 @@ public:
       // process, so its peer credentials name the pid the shell then runs as.
       int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
       if (fd >= 0 && ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0 &&
-          ::listen(fd, 4) == 0 && ::dup2(feed[0], 0) == 0) {
+          ::listen(fd, 128) == 0 && ::dup2(feed[0], 0) == 0) {
         ::execv("/bin/sh", raw.data());
       }
       [[maybe_unused]] ssize_t n = ::write(ready[1], "x", 1);

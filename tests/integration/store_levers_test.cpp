@@ -171,12 +171,15 @@ TEST_F(StoreLevers, BuildkitPruneIsFilteredSizedAndChecked) {
   EXPECT_EQ(prune.cache_mounts_before, 2);
   EXPECT_EQ(prune.cache_mounts_after, 2);
   EXPECT_TRUE(contains_line(prune.lines,
-                            "[disk-store] buildkit: pruning type==regular layer cache with "
+                            "[disk-store] buildkit store at unix:///run/buildkit/buildkitd.sock "
+                            "(buildctl's default): pruning type==regular layer cache with "
                             "--keep-storage 120003 MB (120 GB of layers + 3 MB the filter cannot "
                             "free)"))
       << join(prune.lines, "\n");
-  EXPECT_TRUE(contains_line(prune.lines, "[disk-store] buildkit: pruned 14 layer record(s), "
-                                         "3.16MB freed"))
+  EXPECT_TRUE(contains_line(prune.lines,
+                            "[disk-store] buildkit store at unix:///run/buildkit/buildkitd.sock "
+                            "(buildctl's default): pruned 14 layer record(s), "
+                            "3.16MB freed"))
       << join(prune.lines, "\n");
   EXPECT_TRUE(contains_line(prune.lines, "[disk-store] all 2 cache-mount record(s) survived"))
       << join(prune.lines, "\n");
@@ -239,7 +242,9 @@ TEST_F(StoreLevers, BuildkitUnreachableDaemonIsSkippedWithOneWarn) {
   EXPECT_FALSE(prune.ran);
   EXPECT_NE(prune.skipped.find("Unavailable"), std::string::npos) << prune.skipped;
   ASSERT_EQ(prune.lines.size(), 1u) << join(prune.lines, "\n");
-  EXPECT_TRUE(prune.lines[0].starts_with("[disk-store] WARN buildkit layer prune skipped: "))
+  EXPECT_TRUE(prune.lines[0].starts_with(
+      "[disk-store] WARN buildkit store at unix:///run/buildkit/buildkitd.sock (buildctl's "
+      "default): layer prune skipped: "))
       << prune.lines[0];
   EXPECT_EQ(prune.cache_mounts_before, -1);
   EXPECT_EQ(prune.cache_mounts_after, -1);
@@ -259,7 +264,9 @@ TEST_F(StoreLevers, BuildkitMissingBuildctlIsSkippedWithOneWarn) {
   LayerPrune prune = store.prune_layers(120);
   EXPECT_FALSE(prune.ran);
   ASSERT_EQ(prune.lines.size(), 1u) << join(prune.lines, "\n");
-  EXPECT_TRUE(prune.lines[0].starts_with("[disk-store] WARN buildkit layer prune skipped: "));
+  EXPECT_TRUE(prune.lines[0].starts_with(
+      "[disk-store] WARN buildkit store at unix:///run/buildkit/buildkitd.sock (buildctl's "
+      "default): layer prune skipped: "));
   EXPECT_NE(prune.skipped.find("cannot run buildctl"), std::string::npos) << prune.skipped;
   EXPECT_TRUE(invocations().empty());
 }

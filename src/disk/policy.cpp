@@ -1,17 +1,6 @@
-#include "disk/levers.h"
-
-#include "disk/buildah_store.h"
-#include "disk/buildkit_store.h"
-#include "engine/buildkit_engine.h"
+#include "disk/policy.h"
 
 namespace kiln {
-
-std::unique_ptr<StoreLevers> make_store_levers(const Chain& chain) {
-  if (chain.engine == "buildkit") {
-    return std::make_unique<BuildkitStore>(resolve_buildkit_address(chain.buildkit_host));
-  }
-  return std::make_unique<BuildahStore>();
-}
 
 DiskPolicy disk_policy(const Chain& chain) {
   DiskPolicy policy;

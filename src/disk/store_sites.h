@@ -1,0 +1,46 @@
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chain/chain.h"
+#include "disk/store.h"
+
+namespace kiln {
+
+/// One store the chain's stages build into: buildah's, or one BuildKit daemon's. Every lever
+/// that acts on a store (du, prune, the floors, the watchdog) acts on the store of the daemon a
+/// stage builds on, and its lines name that daemon.
+struct StoreSite {
+  std::string address; // the daemon a build's host names; "" buildah's store, buildctl's default
+  const StoreLevers* levers = nullptr;
+  /// The filesystem whose free space the floors and the watchdog measure for this store:
+  /// `[disk] path` when set, else where the store keeps its data. "" when that cannot be known
+  /// from this host (a remote daemon): `disk_unknown` says why.
+  std::filesystem::path disk;
+  std::string disk_unknown;
+  std::shared_ptr<StoreLevers> owned;
+};
+
+/// The stores a chain builds into, each once, in the chain file's order: buildah's one store;
+/// for BuildKit each worker's daemon, each lane's own host, and the chain's default daemon
+/// when a stage builds on it.
+class StoreSites {
+public:
+  /// `seam` (tests): the levers of every site.
+  explicit StoreSites(const Chain& chain, const StoreLevers* seam = nullptr);
+
+  /// The store a build whose request names `host` writes into ("": the chain's default).
+  const StoreSite& at(const std::string& host) const;
+  const std::vector<StoreSite>& all() const { return m_sites; }
+  /// The first site measured on each filesystem: what a preflight or a watchdog measures once.
+  std::vector<const StoreSite*> one_per_disk() const;
+
+private:
+  std::vector<StoreSite> m_sites;
+  std::string m_default; // the address a build with no host of its own goes to
+};
+
+} // namespace kiln
