@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "chain/loader.h"
+#include "disk/sizes.h"
 #include "util/fs.h"
 #include "util/strings.h"
 
@@ -35,6 +37,13 @@ std::optional<std::string> remembered_text(const std::filesystem::path& records,
     return std::nullopt;
   }
   return text;
+}
+
+/// How a message names the daemon at `host` ("": the chain's own).
+std::string daemon_named(const std::string& host) {
+  return host.empty() ? "the chain's address ([engine.buildkit] host, else BUILDKIT_HOST, else "
+                        "buildctl's default)"
+                      : host;
 }
 
 /// A platform the daemon does not list, one message per platform naming its stages: BuildKit
@@ -84,13 +93,64 @@ std::vector<std::string> platform_problems(const Engine& engine, const std::stri
         "it would build them with its own machine's binaries and label them {}; register an "
         "emulator for {} on that host (binfmt_misc, e.g. Debian's qemu-user-static), or give "
         "the lane a daemon of that platform",
-        first_names(stages, 3), platform,
-        host.empty() ? "the chain's address ([engine.buildkit] host, else BUILDKIT_HOST, else "
-                       "buildctl's default)"
-                     : host,
-        join(*listed, ", "), platform, platform));
+        first_names(stages, 3), platform, daemon_named(host), join(*listed, ", "), platform,
+        platform));
   }
   return problems;
+}
+
+/// What the images of `requests`' stages took in their last run, each blob of their OCI
+/// layouts once (compressed: the daemon holds them unpacked, so at least that much).
+uint64_t layout_bytes(const std::vector<BuildRequest>& requests, std::vector<std::string>& stages) {
+  std::set<std::string> seen;
+  uint64_t bytes = 0;
+  for (const auto& request : requests) {
+    std::error_code error;
+    bool counted = false;
+    for (const auto& blob :
+         std::filesystem::directory_iterator(request.layout / "blobs" / "sha256", error)) {
+      std::error_code size_error;
+      uint64_t size = blob.file_size(size_error);
+      if (!size_error && seen.insert(blob.path().filename().string()).second) {
+        bytes += size;
+        counted = true;
+      }
+    }
+    if (counted) {
+      stages.push_back(request.stage);
+    }
+  }
+  return bytes;
+}
+
+/// A daemon whose garbage collector keeps less layer cache than its stages' images take evicts
+/// their layers between runs, silently: the next run builds them again (a 37 GB layer was
+/// re-solved on every run so). Nothing to say before a first run has built anything.
+void gc_warning(const Engine& engine, const std::string& host,
+                const std::vector<BuildRequest>& requests, std::vector<std::string>& warnings) {
+  std::vector<std::string> stages;
+  uint64_t set = layout_bytes(requests, stages);
+  if (set == 0) {
+    return;
+  }
+  auto keep = engine.layer_cache_keep();
+  if (!keep) {
+    warnings.push_back(fmt::format("the GC policy of the BuildKit daemon at {} is not known ({}), "
+                                   "so whether it keeps its stages' layers cannot be checked",
+                                   daemon_named(host), keep.error()));
+    return;
+  }
+  if (!*keep || **keep >= set) {
+    return;
+  }
+  warnings.push_back(fmt::format(
+      "the BuildKit daemon at {} keeps at most {} of layer cache (the smallest Keep Bytes of its "
+      "GC rules that prune layers whatever their age, `buildctl debug workers -v`), below the {} "
+      "the images of its stages took in their last run ({}): its garbage collector evicts their "
+      "layers between runs and the stages build them again; raise keepBytes of those rules in "
+      "that daemon's buildkitd.toml above {}",
+      daemon_named(host), decimal_size(**keep), decimal_size(set), first_names(stages, 3),
+      decimal_size(set)));
 }
 
 } // namespace
@@ -160,6 +220,7 @@ tl::expected<EngineVersions, std::string> engine_versions(const Engine& engine,
          platform_problems(asked, daemon.host, daemon.requests, versions.warnings)) {
       versions.problems.push_back(std::move(problem));
     }
+    gc_warning(asked, daemon.host, daemon.requests, versions.warnings);
     texts.push_back(daemon.host.empty() ? version->text : daemon.host + ": " + version->text);
     versions.each.push_back(std::move(*version));
   }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "disk/sizes.h"
 #include "engine/buildkit_output.h"
 #include "engine/image_config.h"
 #include "util/diagnostic.h"
@@ -281,6 +282,74 @@ std::optional<std::string> BuildkitEngine::unresponsive(std::chrono::millisecond
     return fmt::format("buildkitd at {} does not answer: {}", m_address.shown(), info.failure());
   }
   return std::nullopt;
+}
+
+std::vector<BuildkitGcRule> parse_buildkit_gc_rules(std::string_view text) {
+  std::vector<BuildkitGcRule> rules;
+  bool in_rule = false;
+  LineSplitter lines([&](std::string_view line) {
+    if (line.starts_with("GC Policy rule#")) {
+      rules.emplace_back();
+      in_rule = true;
+      return;
+    }
+    // v0.11.6 cmd/buildctl/debug/workers.go: a rule's fields are indented by one tab; any other
+    // line (the next worker's `ID:`) ends the rule.
+    if (!line.starts_with('\t')) {
+      in_rule = false;
+      return;
+    }
+    if (!in_rule) {
+      return; // a label under `Labels:`
+    }
+    std::string_view field = trim(line);
+    size_t colon = field.find(':');
+    if (colon == std::string_view::npos) {
+      return;
+    }
+    std::string_view key = field.substr(0, colon);
+    std::string_view value = trim(field.substr(colon + 1));
+    BuildkitGcRule& rule = rules.back();
+    if (key == "All") {
+      rule.all = value == "true";
+    } else if (key == "Filters") {
+      for (std::string_view filter : split(value, ',')) {
+        for (std::string_view one : split(filter, ' ')) {
+          if (!trim(one).empty()) {
+            rule.filters.emplace_back(trim(one));
+          }
+        }
+      }
+    } else if (key == "Keep Duration") {
+      rule.has_duration = true;
+    } else if (key == "Keep Bytes") {
+      rule.keep_bytes = parse_human_size(value);
+    }
+  });
+  lines.feed(text);
+  lines.finish();
+  return rules;
+}
+
+std::optional<uint64_t> layer_keep_bytes(const std::vector<BuildkitGcRule>& rules) {
+  std::optional<uint64_t> keep;
+  for (const BuildkitGcRule& rule : rules) {
+    bool layers = rule.filters.empty() || std::find(rule.filters.begin(), rule.filters.end(),
+                                                    "type==regular") != rule.filters.end();
+    if (layers && !rule.has_duration) {
+      keep = std::min(keep.value_or(rule.keep_bytes), rule.keep_bytes);
+    }
+  }
+  return keep;
+}
+
+tl::expected<std::optional<uint64_t>, std::string> BuildkitEngine::layer_cache_keep() const {
+  CapturedRun workers = run_captured(command({"debug", "workers", "-v"}), k_daemon_answer_limit);
+  if (!workers.exit.ok()) {
+    return tl::unexpected(fmt::format("buildctl debug workers -v at {} failed: {}",
+                                      m_address.shown(), workers.failure()));
+  }
+  return layer_keep_bytes(parse_buildkit_gc_rules(workers.output));
 }
 
 tl::expected<std::vector<std::string>, std::string> BuildkitEngine::platforms() const {

@@ -25,6 +25,24 @@ struct BuildkitVersion {
 /// text is not that table.
 std::optional<std::vector<std::string>> parse_buildkit_workers(std::string_view text);
 
+/// One rule of a daemon's GC policy as `buildctl debug workers -v` prints it.
+struct BuildkitGcRule {
+  bool all = false;                 // also prunes internal and frontend records
+  std::vector<std::string> filters; // empty: every record type
+  bool has_duration = false;        // prunes only what was not used for that long
+  uint64_t keep_bytes = 0;
+};
+
+/// The `GC Policy rule#N:` blocks of `buildctl debug workers -v` (tab-indented `Key:\tvalue`
+/// lines; filters joined by commas or spaces), every worker's, in order.
+std::vector<BuildkitGcRule> parse_buildkit_gc_rules(std::string_view text);
+
+/// The most layer cache `rules` let a daemon keep between runs: the smallest Keep Bytes of a
+/// rule that prunes layer records whatever their age (no filter or `type==regular`, no Keep
+/// Duration), since each rule prunes what it matches down to its own figure. nullopt when no
+/// rule does.
+std::optional<uint64_t> layer_keep_bytes(const std::vector<BuildkitGcRule>& rules);
+
 /// What one side of BuildKit, buildctl or buildkitd, says its version is.
 struct BuildkitSide {
   std::string reported;                   // as printed ("v0.11.6", "0.0.0+unknown"); "" if none
@@ -99,6 +117,8 @@ public:
   std::optional<std::string> unresponsive(std::chrono::milliseconds limit) const override;
   /// `buildctl debug workers`, read with parse_buildkit_workers.
   tl::expected<std::vector<std::string>, std::string> platforms() const override;
+  /// `buildctl debug workers -v`, read with parse_buildkit_gc_rules and layer_keep_bytes.
+  tl::expected<std::optional<uint64_t>, std::string> layer_cache_keep() const override;
   std::unique_ptr<Engine> on_host(const BuildRequest& request) const override {
     return std::make_unique<BuildkitEngine>(BuildkitAddress{
         request.host, request.host_from, request.tls_ca, request.tls_cert, request.tls_key});

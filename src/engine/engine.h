@@ -185,6 +185,12 @@ public:
     return std::vector<std::string>{};
   }
 
+  /// The most layer cache the builder's garbage collector keeps between runs, in bytes;
+  /// nullopt when it bounds none (buildah keeps what it built until told otherwise).
+  virtual tl::expected<std::optional<uint64_t>, std::string> layer_cache_keep() const {
+    return std::optional<uint64_t>{};
+  }
+
   /// Options in `requests` that the builder at `version` rejects, one message each.
   virtual std::vector<std::string> unsupported(const std::vector<BuildRequest>& requests,
                                                const std::string& version) const {

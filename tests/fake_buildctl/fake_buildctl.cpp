@@ -618,8 +618,13 @@ int run_prune(const Invocation& inv, size_t from) {
 /// The recorded `debug workers` table or its `-v` form, with KILN_FAKE_BUILDKIT_PLATFORMS (a
 /// comma-separated list) in place of the recorded daemon's platforms when set.
 void print_workers(bool verbose) {
-  std::string text =
-      read_file(recording_path(verbose ? "debug-workers-verbose.stdout" : "debug-workers.stdout"));
+  // KILN_FAKE_BUILDKIT_GC=custom: the daemon started with the two-rule GC policy of
+  // debug-workers-verbose-gc.buildkitd.toml.
+  bool custom_gc = env_or("KILN_FAKE_BUILDKIT_GC", "") == "custom";
+  std::string text = read_file(recording_path(
+      !verbose    ? "debug-workers.stdout"
+      : custom_gc ? "debug-workers-verbose-gc.stdout"
+                  : "debug-workers-verbose.stdout"));
   const std::string recorded = "linux/amd64,linux/amd64/v2,linux/amd64/v3,linux/amd64/v4";
   std::string platforms = env_or("KILN_FAKE_BUILDKIT_PLATFORMS", "");
   if (!platforms.empty()) {

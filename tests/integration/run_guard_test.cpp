@@ -311,6 +311,41 @@ TEST_F(RunDisk, ALanesOwnDaemonIsMeasuredPrunedAndNamedNotTheChainsDefault) {
   EXPECT_GE(store_commands, 4u) << buildctl; // the prune's du, counts before and after; status
 }
 
+TEST_F(RunDisk, AGcPolicyKeepingLessThanTheStagesImagesIsWarnedBeforeAnythingBuilds) {
+  write_chain("floor_gb = 0\nguard_gb = 0\n");
+  // A first run has nothing to compare: its stages built no image yet.
+  KilnResult first = m_dir.kiln({"run", "chain.toml"}, nullptr,
+                                env({{"KILN_FAKE_BUILDKIT_GC", "custom"}}));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(first.output.find("of layer cache"), std::string::npos) << first.output;
+  // The stage's image now holds a 2 GiB layer (sparse: no disk is used).
+  std::filesystem::path blob =
+      m_dir.path() / "records/oci/work/blobs/sha256" / std::string(64, 'e');
+  ASSERT_TRUE(std::filesystem::exists(blob.parent_path()));
+  { std::ofstream(blob).close(); }
+  std::filesystem::resize_file(blob, uint64_t{2} << 30);
+
+  // The default policy keeps 26 GB of layers: enough.
+  KilnResult roomy = m_dir.kiln({"run", "chain.toml"}, nullptr, env());
+  ASSERT_EQ(roomy.exit_code, 0) << roomy.output;
+  EXPECT_EQ(roomy.output.find("of layer cache"), std::string::npos) << roomy.output;
+
+  // A daemon whose all-records rule keeps 1 GB evicts that layer between runs: said before
+  // the stage builds, with both figures.
+  KilnResult tight = m_dir.kiln({"run", "chain.toml"}, nullptr,
+                                env({{"KILN_FAKE_BUILDKIT_GC", "custom"}}));
+  ASSERT_EQ(tight.exit_code, 0) << tight.output;
+  size_t warned = tight.output.find("keeps at most 1.00GB of layer cache");
+  ASSERT_NE(warned, std::string::npos) << tight.output;
+  EXPECT_NE(tight.output.find("below the 2.15GB the images of its stages took in their last run "
+                              "(work)"),
+            std::string::npos)
+      << tight.output;
+  EXPECT_LT(warned, tight.output.find("[work] building")) << tight.output;
+  EXPECT_NE(m_dir.read("records/latest/driver.log").find("keeps at most 1.00GB"),
+            std::string::npos);
+}
+
 TEST_F(RunDisk, DiskStatusAndReclaimBetweenRuns) {
   for (int i = 0; i < 5; ++i) {
     slug("s" + std::to_string(i), 1024, 500 - i * 100);

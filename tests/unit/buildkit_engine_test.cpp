@@ -76,6 +76,32 @@ TEST(BuildkitWorkers, ThePlatformsOfEveryWorkerEachOnce) {
   EXPECT_FALSE(parse_buildkit_workers("IDENTITY PLATFORMS\n"));
 }
 
+TEST(BuildkitWorkers, TheGcRulesAndTheLayerCacheTheyKeep) {
+  // The default policy: a rule for sources and cache mounts, one with a duration, two that
+  // prune every record down to 26 GB whatever its age.
+  auto defaults = parse_buildkit_gc_rules(fixture("debug-workers-verbose.stdout"));
+  ASSERT_EQ(defaults.size(), 4u);
+  EXPECT_EQ(defaults[0].filters, (std::vector<std::string>{"type==source.local",
+                                                           "type==exec.cachemount",
+                                                           "type==source.git.checkout"}));
+  EXPECT_TRUE(defaults[0].has_duration);
+  EXPECT_EQ(defaults[0].keep_bytes, 512'000'000u);
+  EXPECT_TRUE(defaults[1].has_duration);
+  EXPECT_FALSE(defaults[2].has_duration);
+  EXPECT_TRUE(defaults[3].all);
+  EXPECT_EQ(layer_keep_bytes(defaults), 26'000'000'000u);
+  // A daemon configured with two rules (filters joined by spaces): the all-records rule's 1 GB.
+  auto custom = parse_buildkit_gc_rules(fixture("debug-workers-verbose-gc.stdout"));
+  ASSERT_EQ(custom.size(), 2u);
+  EXPECT_EQ(custom[0].filters.size(), 3u);
+  EXPECT_EQ(layer_keep_bytes(custom), 1'000'000'000u);
+  // Only rules that reach layers count; none at all bounds nothing.
+  EXPECT_EQ(layer_keep_bytes({{false, {"type==exec.cachemount"}, false, 5}}), std::nullopt);
+  EXPECT_EQ(layer_keep_bytes({{false, {"type==regular"}, false, 7}}), 7u);
+  EXPECT_TRUE(parse_buildkit_gc_rules(fixture("debug-workers.stdout")).empty());
+  EXPECT_TRUE(parse_buildkit_gc_rules("").empty());
+}
+
 TEST(BuildkitEngine, MinimalArgvExportsAnOciLayoutWithItsMetadata) {
   BuildkitEngine engine({});
   BuildRequest request = minimal_request("/r");
