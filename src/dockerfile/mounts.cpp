@@ -42,28 +42,31 @@ std::optional<std::string_view> mount_option(std::string_view value,
   return std::nullopt;
 }
 
-bool mounts_secret(const Dockerfile& df, std::string_view id) {
-  for (const auto& ins : df.instructions) {
-    if (!keyword_is(ins, "run")) {
+bool run_mounts_secret(const Instruction& ins, std::string_view id) {
+  if (!keyword_is(ins, "run")) {
+    return false;
+  }
+  for (const auto& flag : ins.flags) {
+    if (flag.name != "mount" ||
+        lower(mount_option(flag.value, {"type"}).value_or("")) != "secret") {
       continue;
     }
-    for (const auto& flag : ins.flags) {
-      if (flag.name != "mount" ||
-          lower(mount_option(flag.value, {"type"}).value_or("")) != "secret") {
-        continue;
-      }
-      std::string_view named = mount_option(flag.value, {"id"}).value_or("");
-      if (named.empty()) {
-        std::string_view target =
-            mount_option(flag.value, {"target", "dst", "destination"}).value_or("");
-        named = target.substr(target.find_last_of('/') + 1);
-      }
-      if (named == id) {
-        return true;
-      }
+    std::string_view named = mount_option(flag.value, {"id"}).value_or("");
+    if (named.empty()) {
+      std::string_view target =
+          mount_option(flag.value, {"target", "dst", "destination"}).value_or("");
+      named = target.substr(target.find_last_of('/') + 1);
+    }
+    if (named == id) {
+      return true;
     }
   }
   return false;
+}
+
+bool mounts_secret(const Dockerfile& df, std::string_view id) {
+  return std::any_of(df.instructions.begin(), df.instructions.end(),
+                     [&](const Instruction& ins) { return run_mounts_secret(ins, id); });
 }
 
 } // namespace kiln

@@ -14,6 +14,10 @@ namespace kiln {
 std::optional<std::string_view> mount_option(std::string_view value,
                                              std::initializer_list<std::string_view> keys);
 
+/// Whether `ins` is a RUN that mounts the secret `id` (`--mount=type=secret,id=ID`; without an
+/// id, BuildKit takes the target's last path component).
+bool run_mounts_secret(const Instruction& ins, std::string_view id);
+
 /// Whether a RUN step of `df` mounts the secret `id` (`--mount=type=secret,id=ID`; without an
 /// id, BuildKit takes the target's last path component).
 bool mounts_secret(const Dockerfile& df, std::string_view id);

@@ -33,6 +33,10 @@ constexpr std::array k_rules = {
     RuleInfo{"wget-without-progress", "",
              "wget without --progress or -q/-nv fills the build log with a progress bar",
              "https://github.com/hadolint/hadolint/wiki/DL3047", Severity::warning},
+    RuleInfo{"compile-without-budget", "",
+             "a RUN compiles without mounting the kiln-budget secret: its job count ignores the "
+             "run's budget",
+             "", Severity::warning},
     KILN_BUILDKIT_RULE("stage-name-casing", "StageNameCasing", "Stage names should be lowercase",
                        Severity::warning),
     KILN_BUILDKIT_RULE("from-as-casing", "FromAsCasing",

@@ -314,8 +314,8 @@ TEST_F(RunDisk, ALanesOwnDaemonIsMeasuredPrunedAndNamedNotTheChainsDefault) {
 TEST_F(RunDisk, AGcPolicyKeepingLessThanTheStagesImagesIsWarnedBeforeAnythingBuilds) {
   write_chain("floor_gb = 0\nguard_gb = 0\n");
   // A first run has nothing to compare: its stages built no image yet.
-  KilnResult first = m_dir.kiln({"run", "chain.toml"}, nullptr,
-                                env({{"KILN_FAKE_BUILDKIT_GC", "custom"}}));
+  KilnResult first =
+      m_dir.kiln({"run", "chain.toml"}, nullptr, env({{"KILN_FAKE_BUILDKIT_GC", "custom"}}));
   ASSERT_EQ(first.exit_code, 0) << first.output;
   EXPECT_EQ(first.output.find("of layer cache"), std::string::npos) << first.output;
   // The stage's image now holds a 2 GiB layer (sparse: no disk is used).
@@ -332,8 +332,8 @@ TEST_F(RunDisk, AGcPolicyKeepingLessThanTheStagesImagesIsWarnedBeforeAnythingBui
 
   // A daemon whose all-records rule keeps 1 GB evicts that layer between runs: said before
   // the stage builds, with both figures.
-  KilnResult tight = m_dir.kiln({"run", "chain.toml"}, nullptr,
-                                env({{"KILN_FAKE_BUILDKIT_GC", "custom"}}));
+  KilnResult tight =
+      m_dir.kiln({"run", "chain.toml"}, nullptr, env({{"KILN_FAKE_BUILDKIT_GC", "custom"}}));
   ASSERT_EQ(tight.exit_code, 0) << tight.output;
   size_t warned = tight.output.find("keeps at most 1.00GB of layer cache");
   ASSERT_NE(warned, std::string::npos) << tight.output;

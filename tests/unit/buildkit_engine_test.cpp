@@ -81,9 +81,9 @@ TEST(BuildkitWorkers, TheGcRulesAndTheLayerCacheTheyKeep) {
   // prune every record down to 26 GB whatever its age.
   auto defaults = parse_buildkit_gc_rules(fixture("debug-workers-verbose.stdout"));
   ASSERT_EQ(defaults.size(), 4u);
-  EXPECT_EQ(defaults[0].filters, (std::vector<std::string>{"type==source.local",
-                                                           "type==exec.cachemount",
-                                                           "type==source.git.checkout"}));
+  EXPECT_EQ(defaults[0].filters,
+            (std::vector<std::string>{"type==source.local", "type==exec.cachemount",
+                                      "type==source.git.checkout"}));
   EXPECT_TRUE(defaults[0].has_duration);
   EXPECT_EQ(defaults[0].keep_bytes, 512'000'000u);
   EXPECT_TRUE(defaults[1].has_duration);
