@@ -20,9 +20,9 @@ struct Budget {
   std::string reason;         // the arithmetic, in one sentence, for the run log
 };
 
-/// RAM to keep out of the build's reach: max(2 GB, 25% of total). The host and the engine
+/// RAM to keep out of the build's reach: max(2 GB, 36% of total). The host and the engine
 /// daemon must stay alive under a full build; with a reserve too small, a build once
-/// deadlocked at 0% CPU (a 64 GB host needed 22 GB). 2 GB is the floor a small host needs for
+/// deadlocked at 0% CPU (a host with 61 GB usable needed 22 GB, 36 %). 2 GB is the floor a small host needs for
 /// its kernel, daemon and shell.
 double default_host_reserve_gb(double total_gb);
 

@@ -440,21 +440,22 @@ MemInfo ram_gb(double total) {
   return mem;
 }
 
-TEST(Budget, DefaultReserveIsAQuarterOfRamButAtLeast2Gb) {
-  EXPECT_DOUBLE_EQ(default_host_reserve_gb(64), 16);
-  EXPECT_DOUBLE_EQ(default_host_reserve_gb(16), 4);
-  EXPECT_DOUBLE_EQ(default_host_reserve_gb(8), 2);
+TEST(Budget, DefaultReserveIs36PercentOfRamButAtLeast2Gb) {
+  // The measured host: 61 GB usable, 22 GB had to stay with the host.
+  EXPECT_NEAR(default_host_reserve_gb(61), 22, 0.05);
+  EXPECT_DOUBLE_EQ(default_host_reserve_gb(100), 36);
+  EXPECT_DOUBLE_EQ(default_host_reserve_gb(8), 2.88);
   EXPECT_DOUBLE_EQ(default_host_reserve_gb(4), 2);
 }
 
 TEST(Budget, AutomaticReserve) {
-  Budget b = job_budget(ram_gb(32), 16, std::nullopt, std::nullopt, 4, std::nullopt);
-  EXPECT_DOUBLE_EQ(b.host_reserve_gb, 8);
-  EXPECT_DOUBLE_EQ(b.memory_limit_gb, 24);
-  EXPECT_EQ(b.jobs, 6);
+  Budget b = job_budget(ram_gb(50), 16, std::nullopt, std::nullopt, 4, std::nullopt);
+  EXPECT_DOUBLE_EQ(b.host_reserve_gb, 18);
+  EXPECT_DOUBLE_EQ(b.memory_limit_gb, 32);
+  EXPECT_EQ(b.jobs, 8);
   EXPECT_EQ(b.cores, 16);
-  EXPECT_EQ(b.reason, "jobs 6 = min(16 cores, 24.0 GB / 4.0 GB per job); "
-                      "memory limit 24.0 GB = 32.0 GB RAM - 8.0 GB default reserve");
+  EXPECT_EQ(b.reason, "jobs 8 = min(16 cores, 32.0 GB / 4.0 GB per job); "
+                      "memory limit 32.0 GB = 50.0 GB RAM - 18.0 GB default reserve");
 }
 
 TEST(Budget, ExplicitReserve) {
@@ -483,7 +484,7 @@ TEST(Budget, ExplicitMemoryLimit) {
 TEST(Budget, JobsOverride) {
   Budget b = job_budget(ram_gb(8), 4, std::nullopt, std::nullopt, 4, 12);
   EXPECT_EQ(b.jobs, 12);
-  EXPECT_DOUBLE_EQ(b.memory_limit_gb, 6);
+  EXPECT_DOUBLE_EQ(b.memory_limit_gb, 8 - 2.88);
   EXPECT_TRUE(b.reason.starts_with("jobs 12 set explicitly;")) << b.reason;
   EXPECT_EQ(job_budget(ram_gb(8), 4, std::nullopt, std::nullopt, 4, 0).jobs, 1);
 }
