@@ -89,12 +89,13 @@ struct CachePolicy {
 
 /// How kiln keeps a run from dying of a full disk ([disk] in the chain file).
 struct DiskSettings {
-  std::filesystem::path path;    // the drive to measure, absolute; "": each store's own
-  double need_gb = 0;            // free space a run needs to start; 0: no preflight
-  double guard_gb = 10;          // below this the in-stage watchdog reclaims; 0: no watchdog
-  double floor_gb = 10;          // a stage's default floor, checked before it starts
-  int keep_slugs = 3;            // newest cache exports a trim never removes
-  double buildkit_keep_gb = 120; // layer cache a BuildKit store prune keeps
+  std::filesystem::path path;           // the drive to measure, absolute; "": each store's own
+  double need_gb = 0;                   // free space a run needs to start; 0: no preflight
+  double guard_gb = 10;                 // below this the in-stage watchdog reclaims; 0: no watchdog
+  double floor_gb = 10;                 // a stage's default floor, checked before it starts
+  int keep_slugs = 3;                   // newest cache exports a trim never removes
+  std::optional<double> exports_max_gb; // the cache exports' total; nullopt: no cap
+  double buildkit_keep_gb = 120;        // layer cache a BuildKit store prune keeps
   Milliseconds watch_interval{std::chrono::minutes(2)}; // the watchdog's tick
 };
 

@@ -160,6 +160,7 @@ void Loader::read_disk(const toml::table& root) {
   disk.guard_gb = get_gb(*table, where, "guard_gb").value_or(disk.guard_gb);
   disk.floor_gb = get_gb(*table, where, "floor_gb").value_or(disk.floor_gb);
   disk.buildkit_keep_gb = get_gb(*table, where, "buildkit_keep_gb").value_or(disk.buildkit_keep_gb);
+  disk.exports_max_gb = get_gb(*table, where, "exports_max_gb");
   if (const auto* keep = get<int64_t>(*table, where, "keep_slugs")) {
     if (keep->get() < 0 || keep->get() > 1000000) {
       error(pos(*keep), "'keep_slugs' in [disk] must be 0 or more",

@@ -47,8 +47,8 @@ inline const std::vector<std::string> k_publish_keys = {"index", "tls_verify", "
 inline const std::vector<std::string> k_history_keys = {"regression_percent", "regression_seconds"};
 inline const std::vector<std::string> k_trace_keys = {"otlp_endpoint"};
 inline const std::vector<std::string> k_disk_keys = {
-    "path",       "need_gb",          "guard_gb",        "floor_gb",
-    "keep_slugs", "buildkit_keep_gb", "watch_interval_s"};
+    "path",       "need_gb",          "guard_gb",         "floor_gb",
+    "keep_slugs", "buildkit_keep_gb", "watch_interval_s", "exports_max_gb"};
 inline const std::vector<std::string> k_resources_keys = {"sample_interval_s", "host_reserve_gb",
                                                           "memory_limit_gb",   "mem_per_job_gb",
                                                           "max_parallel",      "max_lanes"};

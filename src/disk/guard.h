@@ -20,6 +20,7 @@ struct DiskPolicy {
   double need_gb = 0;               // 0: no preflight
   double guard_gb = 40;             // 0: no guard
   size_t keep_slugs = 3;
+  double exports_max_gb = 0;     // the cache exports' total; 0: no cap
   double buildkit_keep_gb = 120; // 0: reclaim every regenerable layer
   // Milliseconds so tests can tick fast; seconds assign to it unchanged.
   std::chrono::milliseconds watch_interval{std::chrono::seconds(120)};

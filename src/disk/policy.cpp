@@ -9,6 +9,7 @@ DiskPolicy disk_policy(const Chain& chain) {
   policy.need_gb = chain.disk.need_gb;
   policy.guard_gb = chain.disk.guard_gb;
   policy.keep_slugs = static_cast<size_t>(chain.disk.keep_slugs);
+  policy.exports_max_gb = chain.disk.exports_max_gb.value_or(0);
   policy.buildkit_keep_gb = chain.disk.buildkit_keep_gb;
   policy.watch_interval = chain.disk.watch_interval;
   return policy;

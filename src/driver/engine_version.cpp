@@ -1,6 +1,7 @@
 #include "driver/engine_version.h"
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 #include <set>
 
@@ -15,28 +16,50 @@ namespace kiln {
 
 namespace {
 
-// Two lines: the key, the version text.
+// The key, the version text and, when it was read, `layer-keep <bytes|none>`: one per line.
 std::filesystem::path remembered_path(const std::filesystem::path& records) {
   return records / "engine-version";
 }
 
 constexpr uint64_t k_read_limit = 64 * 1024;
+constexpr std::string_view k_layer_keep = "layer-keep ";
 
-// The text kept under `key`: the file's second and last line, when its first is `key`.
-std::optional<std::string> remembered_text(const std::filesystem::path& records,
-                                           const std::string& key) {
+// What is kept under `key`, when the file's first line is `key`.
+std::optional<EngineVersion> remembered(const std::filesystem::path& records,
+                                        const std::string& key) {
   if (key.empty()) {
     return std::nullopt;
   }
   auto file = read_file(remembered_path(records), k_read_limit);
-  if (!file || !file->starts_with(key + "\n") || !file->ends_with('\n')) {
+  if (!file || !file->ends_with('\n')) {
     return std::nullopt;
   }
-  std::string text = file->substr(key.size() + 1, file->size() - key.size() - 2);
-  if (text.empty() || text.find('\n') != std::string::npos) {
+  std::vector<std::string> lines = split(file->substr(0, file->size() - 1), '\n');
+  if (lines.size() < 2 || lines.size() > 3 || lines[0] != key || lines[1].empty()) {
     return std::nullopt;
   }
-  return text;
+  EngineVersion version;
+  version.key = key;
+  version.text = lines[1];
+  version.remembered = true;
+  if (lines.size() == 3) {
+    std::string_view keep = lines[2];
+    if (!keep.starts_with(k_layer_keep)) {
+      return std::nullopt;
+    }
+    keep.remove_prefix(k_layer_keep.size());
+    uint64_t bytes = 0;
+    auto [end, error] = std::from_chars(keep.data(), keep.data() + keep.size(), bytes);
+    if (keep == "none") {
+      version.layer_keep_known = true;
+    } else if (error == std::errc() && end == keep.data() + keep.size() && !keep.empty()) {
+      version.layer_keep = bytes;
+      version.layer_keep_known = true;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return version;
 }
 
 /// How a message names the daemon at `host` ("": the chain's own).
@@ -126,14 +149,17 @@ uint64_t layout_bytes(const std::vector<BuildRequest>& requests, std::vector<std
 /// A daemon whose garbage collector keeps less layer cache than its stages' images take evicts
 /// their layers between runs, silently: the next run builds them again (a 37 GB layer was
 /// re-solved on every run so). Nothing to say before a first run has built anything.
-void gc_warning(const Engine& engine, const std::string& host,
+void gc_warning(const Engine& engine, const EngineVersion& version, const std::string& host,
                 const std::vector<BuildRequest>& requests, std::vector<std::string>& warnings) {
   std::vector<std::string> stages;
   uint64_t set = layout_bytes(requests, stages);
   if (set == 0) {
     return;
   }
-  auto keep = engine.layer_cache_keep();
+  tl::expected<std::optional<uint64_t>, std::string> keep = version.layer_keep;
+  if (!version.layer_keep_known) {
+    keep = engine.layer_cache_keep(); // it could not be read with the version
+  }
   if (!keep) {
     warnings.push_back(fmt::format("the GC policy of the BuildKit daemon at {} is not known ({}), "
                                    "so whether it keeps its stages' layers cannot be checked",
@@ -157,18 +183,21 @@ void gc_warning(const Engine& engine, const std::string& host,
 
 tl::expected<EngineVersion, std::string> engine_version(const Engine& engine,
                                                         const std::filesystem::path& records) {
-  EngineVersion version;
-  version.key = engine.version_key();
-  if (auto kept = remembered_text(records, version.key)) {
-    version.text = *kept;
-    version.remembered = true;
-    return version;
+  std::string key = engine.version_key();
+  if (auto kept = remembered(records, key)) {
+    return *kept;
   }
+  EngineVersion version;
+  version.key = key;
   auto asked = engine.version();
   if (!asked) {
     return tl::unexpected(asked.error());
   }
   version.text = *asked;
+  if (auto keep = engine.layer_cache_keep()) {
+    version.layer_keep = *keep;
+    version.layer_keep_known = true;
+  }
   return version;
 }
 
@@ -220,7 +249,7 @@ tl::expected<EngineVersions, std::string> engine_versions(const Engine& engine,
          platform_problems(asked, daemon.host, daemon.requests, versions.warnings)) {
       versions.problems.push_back(std::move(problem));
     }
-    gc_warning(asked, daemon.host, daemon.requests, versions.warnings);
+    gc_warning(asked, *version, daemon.host, daemon.requests, versions.warnings);
     texts.push_back(daemon.host.empty() ? version->text : daemon.host + ": " + version->text);
     versions.each.push_back(std::move(*version));
   }
@@ -232,8 +261,12 @@ void remember_engine_version(const std::filesystem::path& records, const EngineV
   if (version.remembered || version.key.empty() || version.text.find('\n') != std::string::npos) {
     return;
   }
-  (void)write_file_atomic(remembered_path(records), version.key + "\n" + version.text + "\n",
-                          Durability::rename_only);
+  std::string text = version.key + "\n" + version.text + "\n";
+  if (version.layer_keep_known) {
+    text += std::string(k_layer_keep) +
+            (version.layer_keep ? std::to_string(*version.layer_keep) : std::string("none")) + "\n";
+  }
+  (void)write_file_atomic(remembered_path(records), text, Durability::rename_only);
 }
 
 } // namespace kiln

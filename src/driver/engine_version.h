@@ -1,6 +1,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,10 @@ struct EngineVersion {
   std::string text;
   std::string key;         // Engine::version_key() when it was read; "" when it has none
   bool remembered = false; // from the last run against the same programs and daemon
+  /// Engine::layer_cache_keep(), asked with the version and kept with it: a daemon reads its
+  /// GC policy when it starts, and a restarted daemon has another key.
+  std::optional<uint64_t> layer_keep;
+  bool layer_keep_known = false;
 };
 
 /// `<records>/engine-version` when it holds the answer for the engine's current version_key,

@@ -92,6 +92,7 @@ StageResult StageJob::run() {
   }
   m_context.run.set_phase(m_stage.name, "");
   m_context.floors.release(m_stage.name);
+  cap_exports();
   save();
   return {end, m_verdicts};
 }
@@ -199,7 +200,50 @@ StageEnd StageJob::before_build() {
       m_request.contexts[i].identity = identity;
     }
   }
+  room_for_export();
   return StageEnd::ok;
+}
+
+void StageJob::room_for_export() {
+  double floor = m_stage.disk_floor_gb.value_or(m_context.chain.disk.floor_gb);
+  if (m_request.cache_slug.empty() || !m_request.export_local || floor <= 0) {
+    return;
+  }
+  // An export is a convenience: on a disk already under the floor it would take the room
+  // the builds need (exports once grew from 62 to 110 GB in one session).
+  auto free = free_bytes(m_request.cache_slug.parent_path());
+  if (free && *free < static_cast<uint64_t>(floor * static_cast<double>(k_gib))) {
+    m_request.export_local = false;
+    disk_log(m_context.folder, m_context.console,
+             fmt::format("WARN [disk] stage {}: no new cache export this build: {}G free on {}, "
+                         "under its floor {}G (the export it has is still read)",
+                         m_stage.name, gib_text(*free), m_request.cache_slug.parent_path().string(),
+                         gib_text(floor)));
+  }
+}
+
+void StageJob::cap_exports() {
+  const DiskPolicy& disk = m_context.disk;
+  if (m_request.cache_slug.empty() || disk.exports_max_gb <= 0) {
+    return;
+  }
+  auto cap = static_cast<uint64_t>(disk.exports_max_gb * static_cast<double>(k_gib));
+  uint64_t total = 0;
+  for (const Slug& slug : list_slugs(disk.cache_root)) {
+    total += slug.bytes;
+  }
+  if (total <= cap) {
+    return;
+  }
+  disk_log(m_context.folder, m_context.console,
+           fmt::format("[disk-trim] cache exports hold {}G, over the {}G cap ([disk] "
+                       "exports_max_gb): trimming the oldest",
+                       gib_text(total), gib_text(disk.exports_max_gb)));
+  TrimResult trim = trim_slugs(disk.cache_root, total - cap, disk.keep_slugs,
+                               m_context.run.floor_scope().protected_slugs, disk.cache_root);
+  for (const auto& line : trim.lines) {
+    disk_log(m_context.folder, m_context.console, line);
+  }
 }
 
 StageEnd StageJob::not_started(std::string status, StageEnd end) {

@@ -116,6 +116,11 @@ private:
   /// building there now: waits for one of them to end when it does not fit beside them, and
   /// reclaims (or refuses) when it does not fit alone.
   StageEnd disk_floor();
+  /// No new local cache export when the cache root's disk is under the stage's floor.
+  void room_for_export();
+  /// The oldest cache exports go while they hold more than `[disk] exports_max_gb`, never one
+  /// a stage still to run or building uses, nor the newest `keep_slugs`.
+  void cap_exports();
   StageEnd build();
   struct Attempts {
     StageEnd end;

@@ -595,7 +595,8 @@ TEST(BuildkitRun, VersionsAreAskedAgainOnlyWhenBuildctlOrTheDaemonSocketChanged)
     std::sort(probes.begin(), probes.end());
     return probes;
   };
-  const std::vector<std::string> both = {"--version", "debug info"};
+  // The versions, and the GC policy asked with them (`debug workers -v`).
+  const std::vector<std::string> both = {"--version", "debug info", "debug workers"};
 
   auto daemon = std::make_unique<ListeningSocket>(socket);
   EXPECT_EQ(probes_of_next_run("first run"), both);

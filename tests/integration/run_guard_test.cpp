@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "disk/buildah_store.h"
+#include "disk/slugs.h"
 #include "driver/records_lock.h"
 #include "kiln_harness.h"
 #include "stand_in_buildkitd.h"
@@ -124,14 +125,13 @@ protected:
     return "buildkit store at unix://" + socket() + " (from [engine.buildkit] host)";
   }
 
-  void write_chain(const std::string& disk, const std::string& stage_extra = "") {
+  void write_chain(const std::string& disk, const std::string& stage_extra = "",
+                   const std::string& cache_extra = "") {
     m_dir.write("chain.toml", "[chain]\nname = \"rd" + m_dir.nonce() +
                                   "\"\nengine = \"buildkit\"\n\n[engine.buildkit]\nhost = "
                                   "\"unix://" +
-                                  socket() +
-                                  "\"\n\n[cache]\nroot = \"disk/cache\"\n"
-                                  "\n[disk]\npath = \"disk\"\n" +
-                                  disk +
+                                  socket() + "\"\n\n[cache]\nroot = \"disk/cache\"\n" +
+                                  cache_extra + "\n[disk]\npath = \"disk\"\n" + disk +
                                   "\n[[stage]]\nname = \"work\"\ndockerfile = "
                                   "\"work.Dockerfile\"\n" +
                                   stage_extra);
@@ -344,6 +344,58 @@ TEST_F(RunDisk, AGcPolicyKeepingLessThanTheStagesImagesIsWarnedBeforeAnythingBui
   EXPECT_LT(warned, tight.output.find("[work] building")) << tight.output;
   EXPECT_NE(m_dir.read("records/latest/driver.log").find("keeps at most 1.00GB"),
             std::string::npos);
+}
+
+TEST_F(RunDisk, CacheExportsAreCappedOldestFirstAndNotWrittenUnderTheFloor) {
+  for (int i = 0; i < 5; ++i) {
+    slug("s" + std::to_string(i), 1024, 500 - i * 100);
+  }
+  // 2.5 MiB for 5 MiB of exports and the stage's own: the three oldest go, the stage's stays.
+  write_chain("floor_gb = 0\nguard_gb = 0\nkeep_slugs = 0\nexports_max_gb = 0.00244140625\n", "",
+              "local = true\n");
+  KilnResult capped = m_dir.kiln({"run", "chain.toml"}, nullptr, env());
+  ASSERT_EQ(capped.exit_code, 0) << capped.output;
+  std::string driver = m_dir.read("records/latest/driver.log");
+  EXPECT_NE(driver.find("over the 0.00244G cap ([disk] exports_max_gb): trimming the oldest"),
+            std::string::npos)
+      << driver;
+  for (const char* gone : {"s0", "s1", "s2"}) {
+    EXPECT_FALSE(std::filesystem::exists(m_disk / "cache" / gone)) << gone << "\n" << driver;
+  }
+  for (const char* kept : {"s3", "s4"}) {
+    EXPECT_TRUE(std::filesystem::exists(m_disk / "cache" / kept)) << kept << "\n" << driver;
+  }
+  std::vector<Slug> left = list_slugs(m_disk / "cache");
+  ASSERT_EQ(left.size(), 3u);
+  std::string own = left.back().name; // the newest: this run's export
+  EXPECT_TRUE(std::filesystem::exists(m_disk / "cache" / own / "index.json")) << own;
+
+  // Under the stage's floor on the exports' disk (8 MiB, far from 1 G), the export it has is
+  // read and no new one is written. The floor itself measures the daemon's store, which is
+  // not on this host here, so the stage builds.
+  m_dir.write("chain.toml", "[chain]\nname = \"rd" + m_dir.nonce() +
+                                "\"\nengine = \"buildkit\"\n\n[engine.buildkit]\nhost = \"unix://" +
+                                socket() +
+                                "\"\n\n[cache]\nroot = \"disk/cache\"\nlocal = true\n\n[disk]\n"
+                                "floor_gb = 1\nguard_gb = 0\n\n[[stage]]\nname = \"work\"\n"
+                                "dockerfile = \"work.Dockerfile\"\n");
+  KilnResult under = m_dir.kiln({"run", "chain.toml"}, nullptr, env());
+  ASSERT_EQ(under.exit_code, 0) << under.output;
+  EXPECT_NE(under.output.find("WARN [disk] stage work: no new cache export this build: "),
+            std::string::npos)
+      << under.output;
+  EXPECT_NE(under.output.find("WARN [disk] stage work: floor not checked: the free space of the " +
+                              store_label() + " cannot be measured from this host"),
+            std::string::npos)
+      << under.output;
+  std::string builds;
+  for (const std::string& line : lines_of(m_dir.read("buildctl.log"))) {
+    if (line.find("\"command\":\"build\"") != std::string::npos) {
+      builds = line; // the last build
+    }
+  }
+  EXPECT_EQ(builds.find("type=local,dest="), std::string::npos) << builds;
+  EXPECT_NE(builds.find("type=local,src="), std::string::npos) << builds;
 }
 
 TEST_F(RunDisk, DiskStatusAndReclaimBetweenRuns) {
