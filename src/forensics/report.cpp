@@ -117,6 +117,9 @@ struct Bar {
   const Json* stage = nullptr;
   std::string name;
   std::string lane;
+  std::string worker; // the pool worker it was placed on; "" when it was not
+  std::string
+      group; // the rows it shares: its worker's in a run that placed stages, else its lane's
   std::string outcome; // the manifest's outcome, else its status
   bool started = false;
   bool critical = false;
@@ -149,7 +152,8 @@ struct Timeline {
   size_t publish_row = 0;
   std::vector<std::string> row_labels;
   std::vector<bool> row_on_path;
-  bool lanes = false;
+  bool lanes = false;     // rows are groups of stages (a lane's, a worker's), not one per stage
+  bool by_worker = false; // the groups are the workers the run placed stages on
 };
 
 void add_publish_row(Timeline& t) {
@@ -193,6 +197,7 @@ Timeline lay_out(const Json& manifest, const std::vector<ResourceRow>& resources
     bar.stage = &stage;
     bar.name = text_field(stage, "name");
     bar.lane = text_field(stage, "lane");
+    bar.worker = text_field(stage, "worker");
     bar.outcome = text_field(stage, "outcome");
     if (bar.outcome.empty()) {
       bar.outcome = text_field(stage, "status");
@@ -256,8 +261,15 @@ Timeline lay_out(const Json& manifest, const std::vector<ResourceRow>& resources
     }
   }
   t.span = std::max(last, 1.0);
-  for (const Bar& bar : t.bars) {
-    t.lanes = t.lanes || !bar.lane.empty();
+  // A run that placed stages on a pool's workers draws a row per worker: where each stage
+  // built, and what else that worker built meanwhile.
+  t.by_worker =
+      std::any_of(t.bars.begin(), t.bars.end(), [](const Bar& bar) { return !bar.worker.empty(); });
+  for (Bar& bar : t.bars) {
+    bar.group = !t.by_worker         ? bar.lane
+                : bar.worker.empty() ? std::string("(no worker)")
+                                     : "worker " + bar.worker;
+    t.lanes = t.lanes || !bar.group.empty();
   }
   if (!t.lanes) {
     for (size_t i = 0; i < t.bars.size(); ++i) {
@@ -268,17 +280,20 @@ Timeline lay_out(const Json& manifest, const std::vector<ResourceRow>& resources
     add_publish_row(t);
     return t;
   }
-  // A row per lane; stages of one lane that overlap in time take a row each, packed greedily.
-  std::vector<std::string> lanes;
+  // A row per group; stages of one group that overlap in time take a row each, packed greedily.
+  std::vector<std::string> groups;
   for (const Bar& bar : t.bars) {
-    if (std::find(lanes.begin(), lanes.end(), bar.lane) == lanes.end()) {
-      lanes.push_back(bar.lane);
+    if (std::find(groups.begin(), groups.end(), bar.group) == groups.end()) {
+      groups.push_back(bar.group);
     }
   }
-  for (const auto& lane : lanes) {
+  if (t.by_worker) {
+    std::sort(groups.begin(), groups.end()); // worker bk1, bk2, ... whatever built first
+  }
+  for (const auto& group : groups) {
     std::vector<Bar*> in_lane;
     for (Bar& bar : t.bars) {
-      if (bar.lane == lane) {
+      if (bar.group == group) {
         in_lane.push_back(&bar);
       }
     }
@@ -303,7 +318,7 @@ Timeline lay_out(const Json& manifest, const std::vector<ResourceRow>& resources
       bar->row = first + row;
     }
     for (size_t i = 0; i < row_ends.size(); ++i) {
-      t.row_labels.push_back(i == 0 ? (lane.empty() ? "(no lane)" : lane) : "");
+      t.row_labels.push_back(i == 0 ? (group.empty() ? "(no lane)" : group) : "");
       t.row_on_path.push_back(false);
     }
   }
@@ -335,9 +350,10 @@ void time_axis(std::string& out, const Timeline& t, double top, double bottom) {
   out += "</g>";
 }
 
+/// A bar's name on a row its group labels: without the lane, which a lane's row says.
 std::string short_name(const Bar& bar) {
   std::string prefix = bar.lane + "/";
-  if (!bar.lane.empty() && bar.name.starts_with(prefix)) {
+  if (bar.group == bar.lane && !bar.lane.empty() && bar.name.starts_with(prefix)) {
     return bar.name.substr(prefix.size());
   }
   return bar.name;
@@ -404,8 +420,9 @@ void gantt(std::string& out, const Timeline& t, const Json& manifest) {
     }
     std::string title =
         bar.started
-            ? fmt::format("{}{}: {}, {:.3f} s, {} attempt{} ({}), from {:.1f}s to {:.1f}s{}",
+            ? fmt::format("{}{}{}: {}, {:.3f} s, {} attempt{} ({}), from {:.1f}s to {:.1f}s{}",
                           bar.name, bar.lane.empty() ? "" : " (lane " + bar.lane + ")",
+                          bar.worker.empty() ? "" : " on worker " + bar.worker,
                           bar.outcome.empty() ? "unfinished" : bar.outcome, bar.end - bar.start,
                           builds, builds == 1 ? "" : "s", verdicts, bar.start, bar.end,
                           bar.critical ? "; on the critical path" : "")
@@ -416,12 +433,14 @@ void gantt(std::string& out, const Timeline& t, const Json& manifest) {
     }
     fmt::format_to(std::back_inserter(out),
                    "<rect class=\"bar {}{}{}\" data-stage=\"{}\" data-lane=\"{}\" "
-                   "data-outcome=\"{}\" data-start=\"{:.3f}\" data-seconds=\"{:.3f}\" "
-                   "data-attempts=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
-                   "height=\"{}\" rx=\"2\"><title>{}</title></rect>",
+                   "data-worker=\"{}\" data-group=\"{}\" data-outcome=\"{}\" "
+                   "data-start=\"{:.3f}\" data-seconds=\"{:.3f}\" data-attempts=\"{}\" "
+                   "x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\" rx=\"2\"><title>{}"
+                   "</title></rect>",
                    outcome_class(bar.outcome), bar.critical ? " critical" : "",
-                   bar.started ? "" : " unstarted", esc(bar.name), esc(bar.lane), esc(bar.outcome),
-                   bar.start, bar.end - bar.start, builds, x, y, width, k_bar_height, esc(title));
+                   bar.started ? "" : " unstarted", esc(bar.name), esc(bar.lane), esc(bar.worker),
+                   esc(bar.group), esc(bar.outcome), bar.start, bar.end - bar.start, builds, x, y,
+                   width, k_bar_height, esc(title));
     for (const auto& a : bar.attempts) {
       double ax = x_of(t, a.start);
       fmt::format_to(std::back_inserter(out),

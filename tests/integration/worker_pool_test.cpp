@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "html_elements.h"
 #include "kiln_harness.h"
 
 namespace kiln::testing {
@@ -74,6 +75,14 @@ struct PoolChain {
   FakeBuildkit fake{dir};
 };
 
+size_t count_of(const std::string& text, const std::string& needle) {
+  size_t count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
 std::map<std::string, std::string> workers_of(const json& manifest) {
   std::map<std::string, std::string> placed;
   for (const auto& stage : manifest["stages"]) {
@@ -117,6 +126,23 @@ TEST(WorkerPool, StagesSpreadOverThePoolAndReturnToTheirWorker) {
   }
   EXPECT_NE(first.output.find("worker"), std::string::npos);
   EXPECT_NE(first.output.find(" (first choice)"), std::string::npos) << first.output;
+
+  // The report draws a row per worker, each stage's bar on the row of the worker it built on.
+  if (std::filesystem::exists(k_chromium)) {
+    KilnResult report = dir.kiln({"report", manifest["run_id"], "-o", "pool.html"});
+    ASSERT_EQ(report.exit_code, 0) << report.output;
+    std::string dom = rendered_dom(dir, dir.path() / "pool.html");
+    ASSERT_NE(dom.find("</html>"), std::string::npos) << dom;
+    std::map<std::string, std::string> drawn;
+    for (const auto& bar : html_elements(dom, "rect", "bar")) {
+      drawn[bar.attribute("data-stage")] = bar.attribute("data-worker");
+      EXPECT_EQ(bar.attribute("data-group"), "worker " + bar.attribute("data-worker"));
+    }
+    EXPECT_EQ(drawn, placed);
+    for (const char* worker : {"bk1", "bk2", "bk3"}) {
+      EXPECT_EQ(count_of(dom, std::string(">worker ") + worker + "</text>"), 1u) << worker;
+    }
+  }
 
   // The next run places every stage where it was, and each finds its cache there.
   KilnResult second = pool.run();
