@@ -157,7 +157,10 @@ nlohmann::json to_json(const RunAnalysis& run) {
                       {"warnings", stage.warnings},
                       {"signal_warnings", stage.signal_warnings},
                       {"clipped", stage.clipped},
-                      {"fetches_without_progress", stage.fetches_without_progress}});
+                      {"fetches_without_progress", stage.fetches_without_progress},
+                      {"jobs_seen", stage.jobs_seen ? json(*stage.jobs_seen) : json(nullptr)},
+                      {"jobs_share", stage.jobs_share ? json(*stage.jobs_share) : json(nullptr)},
+                      {"over_share", stage.over_share}});
   }
   out["stages"] = std::move(stages);
   std::stable_sort(timed.begin(), timed.end(), [](const Ranked& a, const Ranked& b) {

@@ -130,6 +130,9 @@ struct StageSummary {
   long signal_warnings = 0;
   bool clipped = false;
   long fetches_without_progress = 0;
+  std::optional<long> jobs_seen;  // the largest -j / --parallel of its steps, every attempt's
+  std::optional<long> jobs_share; // the jobs its run's budget offered it (the manifest's `jobs`)
+  bool over_share = false;        // it ran more jobs than its share: the budget did not bind it
 };
 
 struct RetryFinding {
@@ -154,6 +157,9 @@ struct RunAnalysis {
   Options options;
   std::vector<LogResult> logs;
   std::vector<PublishFailure> publish_failures; // read from a run folder's manifest
+  /// The jobs the run's budget offered each stage, by its manifest name (`<lane>/<stage>` in a
+  /// run with lanes), read from a run folder's manifest.
+  std::map<std::string, long> job_shares;
   // What summarize() finds across the logs:
   std::vector<StageSummary> stages;
   std::vector<RetryFinding> retries;

@@ -177,7 +177,18 @@ void summarize(RunAnalysis& run) {
         summary.warnings += step.warnings.total;
         summary.signal_warnings += step.warnings.signal;
         summary.fetches_without_progress += step.fetches_without_progress;
+        if (step.jobs) {
+          summary.jobs_seen = std::max(summary.jobs_seen.value_or(0), *step.jobs);
+        }
       }
+    }
+    // A share only binds a build that reads it: a -j above it takes cores and memory the
+    // stages beside it were promised.
+    auto share = run.job_shares.find(summary.lane.empty() ? summary.stage
+                                                          : summary.lane + "/" + summary.stage);
+    if (share != run.job_shares.end()) {
+      summary.jobs_share = share->second;
+      summary.over_share = summary.jobs_seen && *summary.jobs_seen > share->second;
     }
     summary.step_seconds = round_ms(summary.step_seconds);
     summary.idle_tail_seconds = round_ms(summary.idle_tail_seconds);
@@ -263,6 +274,13 @@ tl::expected<RunAnalysis, std::string> analyze_target(const std::string& target,
   if (auto text = read_small_file(folder / "manifest.json", k_manifest_read_limit)) {
     using Json = nlohmann::json;
     Json manifest = Json::parse(*text, nullptr, false);
+    Json stages = manifest.is_object() ? manifest.value("stages", Json()) : Json();
+    for (const Json& stage : stages.is_array() ? stages : Json::array()) {
+      long jobs = stage.is_object() ? json_field<long>(stage, "jobs", 0) : 0;
+      if (jobs > 0) { // 0: it was never offered a budget (not started, or it reads none)
+        run.job_shares[json_field<std::string>(stage, "name", "")] = jobs;
+      }
+    }
     Json publish = manifest.is_object() ? manifest.value("publish", Json()) : Json();
     for (const Json& target : publish.is_array() ? publish : Json::array()) {
       if (!target.is_object()) {

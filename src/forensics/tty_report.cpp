@@ -148,6 +148,14 @@ std::string format_tty(const RunAnalysis& run) {
     line(fmt::format("{}: {}{}: {}", retry.kind, retry.lane.empty() ? "" : retry.lane + "/",
                      retry.stage, retry.detail));
   }
+  for (const auto& stage : run.stages) {
+    if (stage.over_share) {
+      line(fmt::format("Over its share: {}{} ran -j{} where the run's budget offered it {} "
+                       "job(s): its compile does not read kiln-budget's JOBS",
+                       stage.lane.empty() ? "" : stage.lane + "/", stage.stage, *stage.jobs_seen,
+                       *stage.jobs_share));
+    }
+  }
   std::vector<std::pair<std::string, long>> classes(warnings.classes.begin(),
                                                     warnings.classes.end());
   std::stable_sort(classes.begin(), classes.end(),

@@ -504,6 +504,39 @@ TEST(LogAnalysisComposed, RunFolderRetriesDowngradeAndRepeatedFailure) {
   EXPECT_EQ(run->stages[1].idle_tail_seconds, 12.95);
 }
 
+TEST(LogAnalysisComposed, AStageThatRanMoreJobsThanItsShareIsFlagged) {
+  // The same run, with a manifest that offered lib 4 jobs: its first attempt ran -j16.
+  testing::TempDir dir;
+  std::filesystem::copy(k_composed + "run-20261204-101500-ab12", dir.path() / "run",
+                        std::filesystem::copy_options::recursive);
+  auto with_share = [&](long lib_jobs) {
+    std::ofstream(dir.path() / "run/manifest.json")
+        << "{\"stages\": [{\"name\": \"app\", \"jobs\": 16}, {\"name\": \"lib\", \"jobs\": "
+        << lib_jobs << "}]}";
+    auto run = analyze_target((dir.path() / "run").string(), "records", Options{});
+    EXPECT_TRUE(run) << run.error();
+    return *run;
+  };
+  RunAnalysis over = with_share(4);
+  ASSERT_EQ(over.stages.size(), 2u);
+  const StageSummary& lib = over.stages[1];
+  EXPECT_EQ(lib.jobs_seen, 16);
+  EXPECT_EQ(lib.jobs_share, 4);
+  EXPECT_TRUE(lib.over_share);
+  EXPECT_FALSE(over.stages[0].over_share);
+  EXPECT_NE(format_tty(over).find("Over its share: lib ran -j16 where the run's budget offered "
+                                  "it 4 job(s)"),
+            std::string::npos)
+      << format_tty(over);
+  nlohmann::json doc = to_json(over);
+  EXPECT_EQ(doc["stages"][1]["over_share"], true);
+  EXPECT_EQ(doc["stages"][1]["jobs_share"], 4);
+
+  RunAnalysis within = with_share(16);
+  EXPECT_FALSE(within.stages[1].over_share);
+  EXPECT_EQ(format_tty(within).find("Over its share"), std::string::npos);
+}
+
 // ----- the pieces -----
 
 TEST(LogAnalysisSignals, ErrorLines) {
