@@ -28,6 +28,7 @@
 
 #include "compilecache/stats_line.h"
 #include "kiln_harness.h"
+#include "occurrences.h"
 #include "util/loopback.h"
 #include "util/process.h"
 #include "util/strings.h"
@@ -285,14 +286,6 @@ cc::CompileStats stats_line(const std::string& out) {
   return stats.value_or(cc::CompileStats{});
 }
 
-size_t count(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (auto pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) {
-    ++n;
-  }
-  return n;
-}
-
 // ---- against the fake: levels, the drain ---------------------------------------------------
 
 TEST(KilnCcSession, StartDropsAnUnreachableLevelAndServesTheStepOnAPrivateSocket) {
@@ -322,7 +315,7 @@ TEST(KilnCcSession, StartDropsAnUnreachableLevelAndServesTheStepOnAPrivateSocket
                          "export SCCACHE_IDLE_TIMEOUT=120\n"
                          "export SCCACHE_SERVER_UDS=" +
                          quoted((session / "sccache-0.sock").string()) + "\n");
-  EXPECT_EQ(count(ran.err, "WARN"), 1u) << ran.err;
+  EXPECT_EQ(occurrences(ran.err, "WARN"), 1u) << ran.err;
   EXPECT_NE(ran.err.find("kiln-cc: WARN: sccache level s3 is unreachable: SCCACHE_ENDPOINT=" +
                          s3_url + " (TCP 127.0.0.1:" + std::to_string(s3.port()) + " refused)"),
             std::string::npos)
@@ -372,7 +365,7 @@ TEST(KilnCcSession, ALevelTheServerRefusesIsDroppedAndTheServerStartedAgain) {
                                          "SCCACHE_WEBDAV_ENDPOINT=" +
                                              webdav.url() + "\n");
   ASSERT_EQ(ran.exit_code, 0) << ran.err;
-  EXPECT_EQ(count(ran.err, "WARN"), 1u) << ran.err;
+  EXPECT_EQ(occurrences(ran.err, "WARN"), 1u) << ran.err;
   EXPECT_NE(ran.err.find("WARN: sccache would not start with level webdav (sccache: Starting the "
                          "server... | sccache: error: Server startup failed"),
             std::string::npos)

@@ -16,6 +16,7 @@
 #include "disk/slugs.h"
 #include "driver/records_lock.h"
 #include "kiln_harness.h"
+#include "occurrences.h"
 #include "stand_in_buildkitd.h"
 #include "util/strings.h"
 
@@ -32,14 +33,6 @@ std::vector<std::string> lines_of(const std::string& text) {
     lines.push_back(line);
   }
   return lines;
-}
-
-size_t count(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
-    ++n;
-  }
-  return n;
 }
 
 TEST(RunResources, DemoSamplesEveryPhaseAndOffersTheBudget) {
@@ -86,8 +79,8 @@ TEST(RunResources, DemoSamplesEveryPhaseAndOffersTheBudget) {
 
   // Every stage had its floor checked and at least one watchdog sample.
   std::string driver = dir.read("records/latest/driver.log");
-  EXPECT_EQ(count(driver, "[disk-watch] "), 5u) << driver;
-  EXPECT_EQ(count(driver, "floor 10.0G"), 5u) << driver;
+  EXPECT_EQ(occurrences(driver, "[disk-watch] "), 5u) << driver;
+  EXPECT_EQ(occurrences(driver, "floor 10.0G"), 5u) << driver;
 
   // A summary of any run's CSV, later.
   KilnResult summary = dir.kiln({"resources", "summarize", "records/latest/resources.csv"});
@@ -172,7 +165,7 @@ TEST_F(RunDisk, APreflightThatCannotFindRoomRefusesTheRunAndRecordsWhy) {
   EXPECT_NE(driver.find("the chain needs 1.00G"), std::string::npos) << driver;
   // The newest three exports are never trimmed, even to start a run.
   EXPECT_TRUE(std::filesystem::exists(m_disk / "cache/old"));
-  EXPECT_EQ(count(m_dir.read("buildctl.log"), "\"command\":\"build\""), 0u); // nothing built
+  EXPECT_EQ(occurrences(m_dir.read("buildctl.log"), "\"command\":\"build\""), 0u); // nothing built
   EXPECT_FALSE(std::filesystem::exists(m_dir.path() / "records/latest/resources.csv"));
 }
 
@@ -184,7 +177,7 @@ TEST_F(RunDisk, AStageBelowItsFloorIsNotStarted) {
   EXPECT_EQ(stage["status"], "failed");
   EXPECT_TRUE(stage["attempts"].empty());
   EXPECT_NE(stage["failure"].get<std::string>().find("1G"), std::string::npos) << stage;
-  EXPECT_EQ(count(m_dir.read("buildctl.log"), "\"command\":\"build\""), 0u);
+  EXPECT_EQ(occurrences(m_dir.read("buildctl.log"), "\"command\":\"build\""), 0u);
 }
 
 TEST_F(RunDisk, TheWatchdogTrimsTheOldestExportsDuringAStage) {
@@ -204,9 +197,10 @@ TEST_F(RunDisk, TheWatchdogTrimsTheOldestExportsDuringAStage) {
   EXPECT_FALSE(std::filesystem::exists(m_disk / "cache/s0"));
   EXPECT_TRUE(std::filesystem::exists(m_disk / "cache/s2"));
   // One record per reclaim, and the reclaim is on the console too.
-  EXPECT_EQ(count(driver, "[disk-reclaim]"), count(run.output, "[disk-reclaim]")) << driver;
-  EXPECT_GE(count(driver, "[disk-reclaim]"), 1u);
-  EXPECT_GE(count(driver, "[disk-watch] "), 2u) << driver;
+  EXPECT_EQ(occurrences(driver, "[disk-reclaim]"), occurrences(run.output, "[disk-reclaim]"))
+      << driver;
+  EXPECT_GE(occurrences(driver, "[disk-reclaim]"), 1u);
+  EXPECT_GE(occurrences(driver, "[disk-watch] "), 2u) << driver;
 }
 
 TEST_F(RunDisk, ADaemonThatCannotBeLocatedIsNotPrunedAndTheWarningSaysWhy) {
@@ -224,8 +218,9 @@ TEST_F(RunDisk, ADaemonThatCannotBeLocatedIsNotPrunedAndTheWarningSaysWhy) {
   EXPECT_NE(driver.find(store_label() + " and its images: untouched (" + why + ")"),
             std::string::npos)
       << driver;
-  EXPECT_EQ(count(m_dir.read("buildctl.log"), "\"command\":\"prune\""), 0u);
-  EXPECT_EQ(count(driver, "[disk-reclaim]"), count(run.output, "[disk-reclaim]")) << run.output;
+  EXPECT_EQ(occurrences(m_dir.read("buildctl.log"), "\"command\":\"prune\""), 0u);
+  EXPECT_EQ(occurrences(driver, "[disk-reclaim]"), occurrences(run.output, "[disk-reclaim]"))
+      << run.output;
 }
 
 TEST_F(RunDisk, TheStoreOfADaemonOnTheShortDiskIsPrunedOnceAndItsCacheMountsSurvive) {
@@ -237,7 +232,7 @@ TEST_F(RunDisk, TheStoreOfADaemonOnTheShortDiskIsPrunedOnceAndItsCacheMountsSurv
   ASSERT_EQ(run.exit_code, 0) << run.output;
   std::string driver = m_dir.read("records/latest/driver.log");
   std::string buildctl = m_dir.read("buildctl.log");
-  EXPECT_EQ(count(buildctl, "\"prune\",\"--filter\",\"type==regular\""), 1u) << buildctl;
+  EXPECT_EQ(occurrences(buildctl, "\"prune\",\"--filter\",\"type==regular\""), 1u) << buildctl;
   EXPECT_NE(driver.find("cache-mount record(s) survived"), std::string::npos) << driver;
   // The console's record names what the prune removed, as driver.log does.
   EXPECT_NE(run.output.find(store_label() + ": pruned 14 layer record(s), 3.16MB, freed "),
@@ -252,7 +247,7 @@ TEST_F(RunDisk, TheStoreOfADaemonOnAnotherDiskIsLeftAlone) {
   write_chain("floor_gb = 0\nguard_gb = 0.004\nwatch_interval_s = 1\n");
   KilnResult run = m_dir.kiln({"run", "chain.toml"}, nullptr, env());
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_EQ(count(m_dir.read("buildctl.log"), "\"command\":\"prune\""), 0u);
+  EXPECT_EQ(occurrences(m_dir.read("buildctl.log"), "\"command\":\"prune\""), 0u);
   EXPECT_NE(run.output.find(store_label() + " and its images: untouched (the buildkit store " +
                             (m_dir.path() / "buildkit").string() + " (buildkitd pid " +
                             std::to_string(daemon.pid()) +
@@ -299,7 +294,7 @@ TEST_F(RunDisk, ALanesOwnDaemonIsMeasuredPrunedAndNamedNotTheChainsDefault) {
 
   // Every du and prune, of the run and of status, went to the lane's daemon.
   std::string buildctl = m_dir.read("buildctl.log");
-  EXPECT_EQ(count(buildctl, idle), 0u) << buildctl;
+  EXPECT_EQ(occurrences(buildctl, idle), 0u) << buildctl;
   size_t store_commands = 0;
   for (const std::string& line : lines_of(buildctl)) {
     if (line.find("\"command\":\"du\"") != std::string::npos ||
@@ -418,7 +413,7 @@ TEST_F(RunDisk, DiskStatusAndReclaimBetweenRuns) {
   EXPECT_NE(dry.output.find("remove cache export s1"), std::string::npos) << dry.output;
   EXPECT_EQ(dry.output.find("remove cache export s2"), std::string::npos) << dry.output;
   EXPECT_TRUE(std::filesystem::exists(m_disk / "cache/s0"));
-  EXPECT_EQ(count(m_dir.read("buildctl.log"), "\"command\":\"prune\""), 0u);
+  EXPECT_EQ(occurrences(m_dir.read("buildctl.log"), "\"command\":\"prune\""), 0u);
 
   EXPECT_NE(dry.output.find("leave the " + store_label() + " and its images alone: where the " +
                             store_label() + " keeps its data is unknown"),
@@ -448,7 +443,7 @@ TEST_F(RunDisk, DiskStatusAndReclaimBetweenRuns) {
 
   KilnResult real =
       m_dir.kiln({"disk", "reclaim", "chain.toml", "--target-gb", "0.003"}, nullptr, env());
-  EXPECT_EQ(count(real.output, "[disk-reclaim]"), 1u) << real.output;
+  EXPECT_EQ(occurrences(real.output, "[disk-reclaim]"), 1u) << real.output;
   EXPECT_NE(m_dir.read("records/kiln.lock").find("kiln disk reclaim, pid "), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(m_disk / "cache/s0"));
   EXPECT_FALSE(std::filesystem::exists(m_disk / "cache/s1"));

@@ -11,6 +11,7 @@
 
 #include "html_elements.h"
 #include "kiln_harness.h"
+#include "occurrences.h"
 
 namespace kiln::testing {
 namespace {
@@ -75,14 +76,6 @@ struct PoolChain {
   FakeBuildkit fake{dir};
 };
 
-size_t count_of(const std::string& text, const std::string& needle) {
-  size_t count = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
-    ++count;
-  }
-  return count;
-}
-
 std::map<std::string, std::string> workers_of(const json& manifest) {
   std::map<std::string, std::string> placed;
   for (const auto& stage : manifest["stages"]) {
@@ -140,7 +133,7 @@ TEST(WorkerPool, StagesSpreadOverThePoolAndReturnToTheirWorker) {
     }
     EXPECT_EQ(drawn, placed);
     for (const char* worker : {"bk1", "bk2", "bk3"}) {
-      EXPECT_EQ(count_of(dom, std::string(">worker ") + worker + "</text>"), 1u) << worker;
+      EXPECT_EQ(occurrences(dom, std::string(">worker ") + worker + "</text>"), 1u) << worker;
     }
   }
 

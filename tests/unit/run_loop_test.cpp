@@ -24,6 +24,7 @@
 #include "fake_engine.h"
 #include "fake_store.h"
 #include "layer_tarball.h"
+#include "occurrences.h"
 #include "temp_dir.h"
 #include "util/cancel.h"
 #include "util/fs.h"
@@ -35,6 +36,7 @@ using json = nlohmann::json;
 using testing::FakeBuild;
 using testing::FakeClock;
 using testing::FakeEngine;
+using testing::occurrences;
 using testing::TempDir;
 
 /// A chain in a scratch folder, run in-process against a FakeEngine on a FakeClock.
@@ -100,6 +102,28 @@ protected:
     }
     m_dir.write("chain.toml", chain);
   }
+
+  /// Stages a and b, independent, each with a disk floor of `share` of what the disk of the
+  /// test's folder has free now. No [disk] path: the floors measure the store's filesystem.
+  void write_floors_chain(double share) {
+    auto free = free_bytes(m_dir.path());
+    ASSERT_TRUE(free) << free.error();
+    double floor_gb = share * static_cast<double>(*free) / static_cast<double>(uint64_t{1} << 30);
+    std::string floor = fmt::format("disk_floor_gb = {:.6f}\n", floor_gb);
+    m_dir.write("stage.Dockerfile", "FROM scratch\nRUN step\n");
+    m_dir.write("chain.toml", "[chain]\nname = \"t\"\n\n[defaults]\nattempts = 1\n\n"
+                              "[disk]\nneed_gb = 0\nfloor_gb = 0\nguard_gb = 0\n\n"
+                              "[resources]\nsample_interval_s = 0\n\n"
+                              "[[stage]]\nname = \"a\"\ndockerfile = \"stage.Dockerfile\"\n" +
+                                  floor +
+                                  "\n[[stage]]\nname = \"b\"\ndockerfile = "
+                                  "\"stage.Dockerfile\"\n" +
+                                  floor);
+  }
+
+  /// The floors chain on a store in the test's folder, a and b allowed at once, each build
+  /// lasting until `until` holds (defined after within_30s).
+  int run_floors(const std::function<bool()>& until);
 
   /// Each stage's outcome in the manifest, by name.
   std::map<std::string, std::string> outcomes() const {
@@ -587,48 +611,32 @@ TEST_F(RunLoop, AStageWhoseDiskFloorReclaimsKeepsNoOtherStageFromEndingAndBeingR
   EXPECT_EQ(outcomes()["a"], "failed");
 }
 
-size_t count_of(const std::string& text, const std::string& needle) {
-  size_t count = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
-    ++count;
-  }
-  return count;
-}
-
-TEST_F(RunLoop, TwoFloorsThatFitAloneButNotTogetherOnOneStoreBuildOneAfterTheOther) {
-  // Each floor is 60 % of what the store's disk has free: either stage passes alone, both
-  // together do not. No [disk] path: the floors measure the store's own filesystem.
-  auto free = free_bytes(m_dir.path());
-  ASSERT_TRUE(free) << free.error();
-  double floor_gb = 0.6 * static_cast<double>(*free) / static_cast<double>(uint64_t{1} << 30);
-  m_dir.write("stage.Dockerfile", "FROM scratch\nRUN step\n");
-  std::string floor = fmt::format("disk_floor_gb = {:.6f}\n", floor_gb);
-  m_dir.write("chain.toml",
-              "[chain]\nname = \"t\"\n\n[defaults]\nattempts = 1\n\n"
-              "[disk]\nneed_gb = 0\nfloor_gb = 0\nguard_gb = 0\n\n"
-              "[resources]\nsample_interval_s = 0\n\n"
-              "[[stage]]\nname = \"a\"\ndockerfile = \"stage.Dockerfile\"\n" +
-                  floor + "\n[[stage]]\nname = \"b\"\ndockerfile = \"stage.Dockerfile\"\n" + floor);
+int RunLoop::run_floors(const std::function<bool()>& until) {
   auto chain = load_chain(m_dir.path() / "chain.toml");
-  ASSERT_TRUE(chain) << chain.error()[0].message;
+  EXPECT_TRUE(chain) << chain.error()[0].message;
   testing::FakeStore store;
   store.m_location = m_dir.path();
-  std::filesystem::path driver = m_dir.path() / "records/latest/driver.log";
-  auto held_back = [&] {
-    return read_file(driver).value_or("").find(": held back: ") != std::string::npos;
-  };
-  // The first to build holds its floor until the other is seen held back.
   FakeBuild waits = FakeBuild::ok();
-  waits.during = [&] { within_30s(held_back); };
+  waits.during = [&] { within_30s(until); };
   m_engine.script("a", {waits});
   m_engine.script("b", {waits});
   m_options.parallel = 2;
   Console console(stdout, false);
-  int code = run_chain(*chain, m_engine, m_options, console, stderr, {&store, &m_clock});
-  EXPECT_EQ(code, k_exit_ok);
+  return run_chain(*chain, m_engine, m_options, console, stderr, {&store, &m_clock});
+}
+
+TEST_F(RunLoop, TwoFloorsThatFitAloneButNotTogetherOnOneStoreBuildOneAfterTheOther) {
+  // Each floor is 60 % of what the store's disk has free: either stage passes alone, both
+  // together do not. The first to build holds its floor until the other is seen held back.
+  write_floors_chain(0.6);
+  std::filesystem::path driver = m_dir.path() / "records/latest/driver.log";
+  EXPECT_EQ(run_floors([&] {
+              return read_file(driver).value_or("").find(": held back: ") != std::string::npos;
+            }),
+            k_exit_ok);
   EXPECT_EQ(outcomes(), (std::map<std::string, std::string>{{"a", "built"}, {"b", "built"}}));
   std::string log = read_file(driver).value_or("");
-  ASSERT_EQ(count_of(log, ": held back: "), 1u) << log;
+  ASSERT_EQ(occurrences(log, ": held back: "), 1u) << log;
   std::string first = m_engine.builds().at(0);
   std::string second = first == "a" ? "b" : "a";
   EXPECT_NE(log.find("stage " + second + ": held back: "), std::string::npos) << log;
@@ -641,33 +649,11 @@ TEST_F(RunLoop, TwoFloorsThatFitAloneButNotTogetherOnOneStoreBuildOneAfterTheOth
 }
 
 TEST_F(RunLoop, TwoFloorsThatFitTogetherOnOneStoreBuildAtOnce) {
-  auto free = free_bytes(m_dir.path());
-  ASSERT_TRUE(free) << free.error();
-  double floor_gb = 0.3 * static_cast<double>(*free) / static_cast<double>(uint64_t{1} << 30);
-  m_dir.write("stage.Dockerfile", "FROM scratch\nRUN step\n");
-  std::string floor = fmt::format("disk_floor_gb = {:.6f}\n", floor_gb);
-  m_dir.write("chain.toml",
-              "[chain]\nname = \"t\"\n\n[defaults]\nattempts = 1\n\n"
-              "[disk]\nneed_gb = 0\nfloor_gb = 0\nguard_gb = 0\n\n"
-              "[resources]\nsample_interval_s = 0\n\n"
-              "[[stage]]\nname = \"a\"\ndockerfile = \"stage.Dockerfile\"\n" +
-                  floor + "\n[[stage]]\nname = \"b\"\ndockerfile = \"stage.Dockerfile\"\n" + floor);
-  auto chain = load_chain(m_dir.path() / "chain.toml");
-  ASSERT_TRUE(chain) << chain.error()[0].message;
-  testing::FakeStore store;
-  store.m_location = m_dir.path();
   // Each build lasts until both have started: they overlap or the test times out failing.
-  auto both_started = [&] { return m_engine.builds().size() == 2; };
-  FakeBuild waits = FakeBuild::ok();
-  waits.during = [&] { within_30s(both_started); };
-  m_engine.script("a", {waits});
-  m_engine.script("b", {waits});
-  m_options.parallel = 2;
-  Console console(stdout, false);
-  int code = run_chain(*chain, m_engine, m_options, console, stderr, {&store, &m_clock});
-  EXPECT_EQ(code, k_exit_ok);
+  write_floors_chain(0.3);
+  EXPECT_EQ(run_floors([&] { return m_engine.builds().size() == 2; }), k_exit_ok);
   std::string log = m_dir.read("records/latest/driver.log");
-  EXPECT_EQ(count_of(log, ": held back: "), 0u) << log;
+  EXPECT_EQ(occurrences(log, ": held back: "), 0u) << log;
   EXPECT_LT(event_at("start " + m_engine.builds().at(1)),
             event_at("end " + m_engine.builds().at(0)));
   EXPECT_NE(log.find(" beside the "), std::string::npos) << log;
