@@ -133,14 +133,15 @@ void print_store(const StoreSite& site) {
   }
 }
 
-/// What a reclaim to `target` would do on the store of `site`, in order.
-void print_reclaim_plan(const Chain& chain, const DiskPolicy& policy, const StoreSite& site,
-                        uint64_t free, uint64_t target) {
-  const StoreLevers& store = *site.levers;
+/// What a reclaim to `target` would do on the filesystem of `policy.path`, in order: its cache
+/// exports, then the levers of `store` (nullptr: none there).
+void print_reclaim_plan(const DiskPolicy& policy, const StoreLevers* store,
+                        const std::string& named, uint64_t free, uint64_t target,
+                        const std::vector<std::string>& tags) {
   uint64_t deficit = target - free;
   fmt::print("{}G free on {} ({}), {}G short of the target. Would, in this order, stopping once "
              "it is met:\n",
-             gib_text(free), policy.path.string(), store.label(), gib_text(deficit, true));
+             gib_text(free), policy.path.string(), named, gib_text(deficit, true));
   if (policy.cache_root.empty()) {
     fmt::print("  no cache exports: no cache root is configured\n");
   } else if (!same_filesystem(policy.cache_root, policy.path)) {
@@ -156,25 +157,28 @@ void print_reclaim_plan(const Chain& chain, const DiskPolicy& policy, const Stor
       covered += slugs[i].bytes;
     }
   }
-  if (std::string away = store_elsewhere(&store, policy.path); !away.empty()) {
-    fmt::print("  leave the {} and its images alone: {}\n", store.label(), away);
+  if (store == nullptr) {
     return;
   }
-  if (store.engine() == "buildkit") {
+  if (std::string away = store_elsewhere(store, policy.path); !away.empty()) {
+    fmt::print("  leave the {} and its images alone: {}\n", store->label(), away);
+    return;
+  }
+  if (store->engine() == "buildkit") {
     // BuildKit's stage images are OCI layouts or pushes: there is no image store to remove from.
     fmt::print("  prune the layer cache of the {} (--filter type==regular), keeping {}G of "
                "layers; cache mounts are never pruned\n",
-               store.label(), gib_text(effective_keep_gb(policy)));
+               store->label(), gib_text(effective_keep_gb(policy)));
     return;
   }
-  auto stale = store.stale_images();
+  auto stale = store->stale_images();
   fmt::print("  remove {} image(s) no build can reuse (the layer cache of tagged and recent "
              "images stays; cache-mount data is never touched){}\n",
              stale.size(), stale.empty() ? "" : ":");
   for (const auto& id : stale) {
     fmt::print("    {}\n", id);
   }
-  for (const auto& tag : removable_tags(chain, store)) {
+  for (const auto& tag : tags) {
     fmt::print("  remove image {} (a smoke stage's test run: nothing builds on it), measuring "
                "after it\n",
                tag);
@@ -246,27 +250,37 @@ int disk_reclaim_command(const DiskArgs& args) {
                  site.levers->label(), site.disk_unknown);
     }
   }
-  int code = k_exit_ok;
+  std::vector<std::pair<std::filesystem::path, const StoreLevers*>> disks;
   for (const StoreSite* site : sites.one_per_disk()) {
+    disks.emplace_back(site->disk, site->levers);
+  }
+  if (auto exports = sites.unmeasured_exports(base.cache_root)) {
+    disks.emplace_back(*exports, nullptr); // no store there: its cache exports only
+  }
+  int code = k_exit_ok;
+  for (const auto& [disk, store] : disks) {
     DiskPolicy policy = base;
-    policy.path = site->disk;
-    const StoreLevers* store = site->levers;
+    policy.path = disk;
+    std::string named = store == nullptr ? std::string("cache exports") : store->label();
     auto free = free_bytes(policy.path);
     if (!free) {
-      fmt::print(stderr, "kiln: error: {}\n", free.error());
-      return k_exit_usage;
+      fmt::print(stderr, "kiln: error: {} ({}): {}\n", policy.path.string(), named, free.error());
+      code = k_exit_failed;
+      continue;
     }
     if (*free >= target) {
       fmt::print("{}G free on {} ({}): already at the {}G target; nothing to do\n", gib_text(*free),
-                 policy.path.string(), store->label(), gib_text(args.target_gb));
+                 policy.path.string(), named, gib_text(args.target_gb));
       continue;
     }
+    std::vector<std::string> tags =
+        store == nullptr ? std::vector<std::string>{} : removable_tags(*chain, *store);
     if (args.dry_run) {
-      print_reclaim_plan(*chain, policy, *site, *free, target);
+      print_reclaim_plan(policy, store, named, *free, target, tags);
       continue;
     }
-    ReclaimOutcome outcome = reclaim(policy, "kiln disk reclaim", target, {}, store, false, true,
-                                     removable_tags(*chain, *store));
+    ReclaimOutcome outcome =
+        reclaim(policy, "kiln disk reclaim", target, {}, store, false, true, tags);
     for (const auto& line : outcome.lines) {
       fmt::print("{}\n", line);
     }

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,20 +26,30 @@ struct StoreSite {
 };
 
 /// The stores a chain builds into, each once, in the chain file's order: buildah's one store;
-/// for BuildKit each worker's daemon, each lane's own host, and the chain's default daemon
-/// when a stage builds on it.
+/// for BuildKit each worker's daemon, each lane's own host, and the chain's default daemon, each
+/// when a stage builds on it. A daemon on another host (tcp://) is not measured from here.
 class StoreSites {
 public:
-  /// `seam` (tests): the levers of every site.
+  /// The stores `stages` build into (a run's); `seam` (tests): the levers of every site.
+  StoreSites(const Chain& chain, const std::vector<const Stage*>& stages,
+             const StoreLevers* seam = nullptr);
+  /// The stores every stage of the chain builds into.
   explicit StoreSites(const Chain& chain, const StoreLevers* seam = nullptr);
 
   /// The store a build whose request names `host` writes into ("": the chain's default).
   const StoreSite& at(const std::string& host) const;
   const std::vector<StoreSite>& all() const { return m_sites; }
-  /// The first site measured on each filesystem: what a preflight or a watchdog measures once.
+  /// One site per filesystem the stores are measured on, the one whose data is there when
+  /// several share it: what a preflight, a watchdog or a reclaim measures and prunes once.
   std::vector<const StoreSite*> one_per_disk() const;
+  /// `cache_root` when no store is measured on its filesystem: the cache exports there need a
+  /// measure of their own (a remote daemon's chain writes them to this host).
+  std::optional<std::filesystem::path>
+  unmeasured_exports(const std::filesystem::path& cache_root) const;
 
 private:
+  static std::vector<const Stage*> all_stages(const Chain& chain);
+
   std::vector<StoreSite> m_sites;
   std::string m_default; // the address a build with no host of its own goes to
 };

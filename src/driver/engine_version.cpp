@@ -185,6 +185,13 @@ tl::expected<EngineVersion, std::string> engine_version(const Engine& engine,
                                                         const std::filesystem::path& records) {
   std::string key = engine.version_key();
   if (auto kept = remembered(records, key)) {
+    if (!kept->layer_keep_known) { // kept by a kiln that did not ask for it
+      if (auto keep = engine.layer_cache_keep()) {
+        kept->layer_keep = *keep;
+        kept->layer_keep_known = true;
+        kept->layer_keep_learned = true;
+      }
+    }
     return *kept;
   }
   EngineVersion version;
@@ -258,7 +265,8 @@ tl::expected<EngineVersions, std::string> engine_versions(const Engine& engine,
 }
 
 void remember_engine_version(const std::filesystem::path& records, const EngineVersion& version) {
-  if (version.remembered || version.key.empty() || version.text.find('\n') != std::string::npos) {
+  if ((version.remembered && !version.layer_keep_learned) || version.key.empty() ||
+      version.text.find('\n') != std::string::npos) {
     return;
   }
   std::string text = version.key + "\n" + version.text + "\n";

@@ -20,6 +20,7 @@ struct EngineVersion {
   /// GC policy when it starts, and a restarted daemon has another key.
   std::optional<uint64_t> layer_keep;
   bool layer_keep_known = false;
+  bool layer_keep_learned = false; // asked now for a remembered version that lacked it
 };
 
 /// `<records>/engine-version` when it holds the answer for the engine's current version_key,

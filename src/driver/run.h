@@ -54,9 +54,12 @@ private:
                      const std::vector<BuildRequest>& requests);
   /// Start what the scheduler says may start, wait for a stage to end, repeat. The loop holds
   /// m_mutex except while it waits; a stage's job takes it only to hand over its record.
-  /// The disk preflight on each filesystem a store is measured on.
+  /// Each filesystem a store is measured on, with the levers of the store whose data is there,
+  /// then the cache exports' when no store is on theirs (no store levers: exports only).
+  std::vector<std::pair<std::filesystem::path, const StoreLevers*>> measured_disks() const;
+  /// The disk preflight on each of measured_disks().
   GateResult preflight_sites();
-  /// A disk watchdog per filesystem a store is measured on.
+  /// A disk watchdog per measured_disks().
   void start_watchdogs();
   void schedule(const std::vector<const Stage*>& stages, const std::vector<BuildRequest>& requests,
                 const Budget& budget);

@@ -174,6 +174,29 @@ StageEnd StageJob::disk_floor() {
   }
 }
 
+void StageJob::floor_follows_move() {
+  // The floor held on the lost worker's disk is room nothing will fill now.
+  m_context.floors.release(m_stage.name);
+  double floor = m_stage.disk_floor_gb.value_or(m_context.chain.disk.floor_gb);
+  const StoreSite& site = m_context.sites.at(m_request.host);
+  if (floor <= 0 || site.disk.empty()) {
+    return;
+  }
+  // A stage that lost its worker does not wait again (nor does its move wait for a slot):
+  // short of room it goes on, and says so.
+  FloorLedger::Claim claim = m_context.floors.claim(site.disk, m_stage.name, floor);
+  if (claim.error.empty() && !claim.fits) {
+    disk_log(m_context.folder, m_context.console,
+             fmt::format("WARN [disk] stage {}: moved to a store with {}G free on {} ({}), short "
+                         "of its floor {}G{}",
+                         m_stage.name, gib_text(claim.free), site.disk.string(),
+                         site.levers->label(), gib_text(floor),
+                         claim.holders.empty()
+                             ? std::string()
+                             : " beside the floors of " + join(claim.holders, ", ")));
+  }
+}
+
 StageEnd StageJob::before_build() {
   if (StageEnd floor = disk_floor(); floor != StageEnd::ok) {
     return floor;
@@ -227,6 +250,9 @@ void StageJob::cap_exports() {
   if (m_request.cache_slug.empty() || disk.exports_max_gb <= 0) {
     return;
   }
+  // Two stages ending at once would list and trim the same exports.
+  static std::mutex trimming;
+  std::lock_guard one_at_a_time(trimming);
   auto cap = static_cast<uint64_t>(disk.exports_max_gb * static_cast<double>(k_gib));
   uint64_t total = 0;
   for (const Slug& slug : list_slugs(disk.cache_root)) {
@@ -434,6 +460,7 @@ StageJob::Attempts StageJob::attempt_until_done() {
       moved = m_context.run.move_off_worker(
           m_record, m_request, fmt::format("{}: {}", verdict.class_name, verdict.matched_line), n);
       if (moved) {
+        floor_follows_move();
         ++budget;
         verdict.verdict = Verdict::retry;
         verdict.reason =

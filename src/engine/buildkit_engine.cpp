@@ -334,10 +334,12 @@ std::vector<BuildkitGcRule> parse_buildkit_gc_rules(std::string_view text) {
 std::optional<uint64_t> layer_keep_bytes(const std::vector<BuildkitGcRule>& rules) {
   std::optional<uint64_t> keep;
   for (const BuildkitGcRule& rule : rules) {
-    bool layers = rule.filters.empty() || std::find(rule.filters.begin(), rule.filters.end(),
-                                                    "type==regular") != rule.filters.end();
-    if (layers && !rule.has_duration) {
-      keep = std::min(keep.value_or(rule.keep_bytes), rule.keep_bytes);
+    // Filters are read split at commas and blanks, and a comma inside one filter is an AND:
+    // only a rule over nothing but layers is sure to prune them.
+    bool layers = rule.filters.empty() ||
+                  (rule.filters.size() == 1 && rule.filters.front() == "type==regular");
+    if (layers && !rule.has_duration && rule.keep_bytes) {
+      keep = std::min(keep.value_or(*rule.keep_bytes), *rule.keep_bytes);
     }
   }
   return keep;

@@ -27,10 +27,10 @@ std::optional<std::vector<std::string>> parse_buildkit_workers(std::string_view 
 
 /// One rule of a daemon's GC policy as `buildctl debug workers -v` prints it.
 struct BuildkitGcRule {
-  bool all = false;                 // also prunes internal and frontend records
-  std::vector<std::string> filters; // empty: every record type
-  bool has_duration = false;        // prunes only what was not used for that long
-  uint64_t keep_bytes = 0;
+  bool all = false;                   // also prunes internal and frontend records
+  std::vector<std::string> filters;   // empty: every record type
+  bool has_duration = false;          // prunes only what was not used for that long
+  std::optional<uint64_t> keep_bytes; // its `Keep Bytes:` line; nullopt: it printed none
 };
 
 /// The `GC Policy rule#N:` blocks of `buildctl debug workers -v` (tab-indented `Key:\tvalue`
@@ -38,9 +38,10 @@ struct BuildkitGcRule {
 std::vector<BuildkitGcRule> parse_buildkit_gc_rules(std::string_view text);
 
 /// The most layer cache `rules` let a daemon keep between runs: the smallest Keep Bytes of a
-/// rule that prunes layer records whatever their age (no filter or `type==regular`, no Keep
-/// Duration), since each rule prunes what it matches down to its own figure. nullopt when no
-/// rule does.
+/// rule that prunes layer records whatever their age (no filter, or exactly `type==regular`;
+/// no Keep Duration), since each rule prunes what it matches down to its own figure. A rule
+/// without a Keep Bytes line (another BuildKit's wording) says nothing. nullopt when no rule
+/// does.
 std::optional<uint64_t> layer_keep_bytes(const std::vector<BuildkitGcRule>& rules);
 
 /// What one side of BuildKit, buildctl or buildkitd, says its version is.

@@ -15,16 +15,26 @@ namespace {
 constexpr std::string_view k_budget = "kiln-budget";
 
 /// What runs a compile whose parallelism is its own to choose: a build tool, or a compiler
-/// launcher invoked by one.
+/// launcher handed a compiler. Not a tool asked for its version or help, nor a launcher asked
+/// for its statistics (`ccache -s`, `sccache --show-stats`).
 bool compiles(const std::vector<std::string_view>& words, std::size_t name) {
   std::string_view command = words[name];
   command = command.substr(command.find_last_of('/') + 1);
-  constexpr std::array k_tools = {"make", "gmake", "ninja", "sccache", "ccache", "kiln-cc"};
+  auto args = std::vector<std::string_view>(words.begin() + static_cast<std::ptrdiff_t>(name) + 1,
+                                            words.end());
+  auto has = [&](std::string_view arg) {
+    return std::find(args.begin(), args.end(), arg) != args.end();
+  };
+  constexpr std::array<std::string_view, 3> k_tools = {"make", "gmake", "ninja"};
   if (std::find(k_tools.begin(), k_tools.end(), command) != k_tools.end()) {
-    return true;
+    return !has("--version") && !has("--help") && !has("-v") && !has("-h");
   }
-  return command == "cmake" && std::find(words.begin() + static_cast<std::ptrdiff_t>(name) + 1,
-                                         words.end(), "--build") != words.end();
+  constexpr std::array<std::string_view, 3> k_launchers = {"sccache", "ccache", "kiln-cc"};
+  if (std::find(k_launchers.begin(), k_launchers.end(), command) != k_launchers.end()) {
+    // `kiln-cc cc ...` and `ccache gcc ...` compile; `kiln-cc session ...` starts a session.
+    return !args.empty() && !args.front().starts_with('-') && args.front() != "session";
+  }
+  return command == "cmake" && has("--build");
 }
 
 } // namespace

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <iterator>
 #include <string_view>
 #include <vector>
 
@@ -56,17 +58,35 @@ template <typename OnCommand> void for_each_command(std::string_view script, OnC
   end_command(script.size());
 }
 
-/// Where the command's name is among `words`: after its leading `NAME=value` assignments;
-/// words.size() when there is none.
+/// Where the command's name is among `words`: after its leading `NAME=value` assignments, the
+/// shell keywords that open a body (`then make`, `do make`) and the wrappers that run another
+/// command (`sudo make`, `env -i make`, `time make`) with their options; words.size() when
+/// there is none.
 inline std::size_t command_name(const std::vector<std::string_view>& words) {
   auto is_assignment = [](std::string_view word) {
     auto eq = word.find('=');
     return eq != std::string_view::npos && eq > 0 &&
            word.substr(0, eq).find_first_of("'\"$-/") == std::string_view::npos;
   };
+  constexpr std::string_view k_keywords[] = {"then", "do", "else", "elif", "{", "!"};
+  constexpr std::string_view k_wrappers[] = {"sudo", "env",   "time",    "nice",
+                                             "exec", "nohup", "command", "xargs"};
+  auto one_of = [](std::string_view word, const auto& list) {
+    return std::find(std::begin(list), std::end(list), word) != std::end(list);
+  };
   std::size_t name = 0;
-  while (name < words.size() && is_assignment(words[name])) {
-    ++name;
+  while (name < words.size()) {
+    std::string_view word = words[name];
+    if (is_assignment(word) || one_of(word, k_keywords)) {
+      ++name;
+    } else if (one_of(word, k_wrappers)) {
+      ++name;
+      while (name < words.size() && words[name].starts_with('-')) {
+        ++name; // the wrapper's own options
+      }
+    } else {
+      break;
+    }
   }
   return name;
 }

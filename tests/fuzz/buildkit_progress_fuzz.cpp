@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<BuildkitGcRule> rules = parse_buildkit_gc_rules(fuzz::as_text(data, size));
   if (auto keep = layer_keep_bytes(rules)) {
     bool from_a_rule = std::any_of(rules.begin(), rules.end(), [&](const BuildkitGcRule& rule) {
-      return rule.keep_bytes == *keep;
+      return rule.keep_bytes == keep;
     });
     if (!from_a_rule) {
       std::abort();

@@ -98,6 +98,10 @@ TEST(BuildkitWorkers, TheGcRulesAndTheLayerCacheTheyKeep) {
   // Only rules that reach layers count; none at all bounds nothing.
   EXPECT_EQ(layer_keep_bytes({{false, {"type==exec.cachemount"}, false, 5}}), std::nullopt);
   EXPECT_EQ(layer_keep_bytes({{false, {"type==regular"}, false, 7}}), 7u);
+  // `type==regular,id~=x` is one filter of two conditions: not every layer.
+  EXPECT_EQ(layer_keep_bytes({{false, {"type==regular", "id~=x"}, false, 7}}), std::nullopt);
+  // A rule that printed no Keep Bytes line bounds nothing kiln can read.
+  EXPECT_EQ(layer_keep_bytes({{true, {}, false, std::nullopt}}), std::nullopt);
   EXPECT_TRUE(parse_buildkit_gc_rules(fixture("debug-workers.stdout")).empty());
   EXPECT_TRUE(parse_buildkit_gc_rules("").empty());
 }
