@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <future>
 #include <optional>
 #include <set>
 
@@ -196,13 +197,16 @@ tl::expected<EngineVersion, std::string> engine_version(const Engine& engine,
   }
   EngineVersion version;
   version.key = key;
+  // Asked beside the version's own probes: each waits on the daemon, none on the others.
+  auto keep = std::async(std::launch::async, [&engine] { return engine.layer_cache_keep(); });
   auto asked = engine.version();
+  auto kept = keep.get();
   if (!asked) {
     return tl::unexpected(asked.error());
   }
   version.text = *asked;
-  if (auto keep = engine.layer_cache_keep()) {
-    version.layer_keep = *keep;
+  if (kept) {
+    version.layer_keep = *kept;
     version.layer_keep_known = true;
   }
   return version;

@@ -510,7 +510,7 @@ TEST(BuildkitRun, AVersionThatNamesNoReleaseWarnsAndTheRunGoesOn) {
   }
 }
 
-TEST(BuildkitRun, TheTwoVersionProbesRunAtOnce) {
+TEST(BuildkitRun, TheVersionAndGcProbesRunAtOnce) {
   ChainDir dir;
   write_work_chain(dir, "", "");
   FakeBuildkit fake(dir);
@@ -530,15 +530,17 @@ TEST(BuildkitRun, TheTwoVersionProbesRunAtOnce) {
       probes[entry["command"]] = entry;
     }
   }
-  ASSERT_EQ(probes.size(), 2u) << dir.read("buildctl.log");
-  const json& client = probes["--version"];
-  const json& daemon = probes["debug info"];
-  // Overlap: each started before the other ended.
-  EXPECT_LT(client["started_ns"].get<int64_t>(), daemon["ended_ns"].get<int64_t>());
-  EXPECT_LT(daemon["started_ns"].get<int64_t>(), client["ended_ns"].get<int64_t>());
-  // And both answered before anything was built.
-  EXPECT_LT(client["ended_ns"].get<int64_t>(), first_build);
-  EXPECT_LT(daemon["ended_ns"].get<int64_t>(), first_build);
+  // The two versions and the GC policy (`debug workers -v`).
+  ASSERT_EQ(probes.size(), 3u) << dir.read("buildctl.log");
+  for (const auto& [name, one] : probes) {
+    for (const auto& [other_name, other] : probes) {
+      // Overlap: each started before every other ended.
+      EXPECT_LT(one["started_ns"].get<int64_t>(), other["ended_ns"].get<int64_t>())
+          << name << " after " << other_name;
+    }
+    // And all answered before anything was built.
+    EXPECT_LT(one["ended_ns"].get<int64_t>(), first_build) << name;
+  }
 }
 
 /// A Unix socket something listens on, as a local buildkitd's is (nothing answers on it).
