@@ -250,15 +250,8 @@ int disk_reclaim_command(const DiskArgs& args) {
                  site.levers->label(), site.disk_unknown);
     }
   }
-  std::vector<std::pair<std::filesystem::path, const StoreLevers*>> disks;
-  for (const StoreSite* site : sites.one_per_disk()) {
-    disks.emplace_back(site->disk, site->levers);
-  }
-  if (auto exports = sites.unmeasured_exports(base.cache_root)) {
-    disks.emplace_back(*exports, nullptr); // no store there: its cache exports only
-  }
   int code = k_exit_ok;
-  for (const auto& [disk, store] : disks) {
+  for (const auto& [disk, store] : sites.measured_disks(base.cache_root)) {
     DiskPolicy policy = base;
     policy.path = disk;
     std::string named = store == nullptr ? std::string("cache exports") : store->label();

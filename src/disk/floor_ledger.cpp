@@ -5,19 +5,9 @@
 
 namespace kiln {
 
-namespace {
-
-/// Which filesystem `disk` is on: two paths on one device share its free space.
-std::string filesystem_of(const std::filesystem::path& disk) {
-  auto device = filesystem_device(disk);
-  return device ? "dev:" + std::to_string(*device) : "path:" + disk.string();
-}
-
-} // namespace
-
 FloorLedger::Claim FloorLedger::claim(const std::filesystem::path& disk, const std::string& stage,
                                       double floor_gb) {
-  std::string filesystem = filesystem_of(disk);
+  std::string filesystem = filesystem_key(disk);
   std::lock_guard lock(m_mutex);
   Claim claim;
   auto free = free_bytes(disk);

@@ -55,11 +55,6 @@ bool on_this_host(const std::string& address, const std::string& engine) {
   return engine != "buildkit" || address.empty() || address.starts_with("unix://");
 }
 
-std::string filesystem_key(const std::filesystem::path& disk) {
-  auto device = filesystem_device(disk);
-  return device ? std::to_string(*device) : disk.string();
-}
-
 } // namespace
 
 StoreSites::StoreSites(const Chain& chain, const StoreLevers* seam)
@@ -140,18 +135,23 @@ std::vector<const StoreSite*> StoreSites::one_per_disk() const {
   return sites;
 }
 
-std::optional<std::filesystem::path>
-StoreSites::unmeasured_exports(const std::filesystem::path& cache_root) const {
-  if (cache_root.empty()) {
-    return std::nullopt;
-  }
-  std::string filesystem = filesystem_key(cache_root);
+std::vector<MeasuredDisk>
+StoreSites::measured_disks(const std::filesystem::path& cache_root) const {
+  std::vector<MeasuredDisk> disks;
   for (const StoreSite* site : one_per_disk()) {
-    if (filesystem_key(site->disk) == filesystem) {
-      return std::nullopt;
-    }
+    disks.push_back({site->disk, site->levers});
   }
-  return cache_root;
+  if (cache_root.empty()) {
+    return disks;
+  }
+  std::string exports = filesystem_key(cache_root);
+  bool measured = std::any_of(disks.begin(), disks.end(), [&](const MeasuredDisk& disk) {
+    return filesystem_key(disk.path) == exports;
+  });
+  if (!measured) {
+    disks.push_back({cache_root, nullptr});
+  }
+  return disks;
 }
 
 } // namespace kiln

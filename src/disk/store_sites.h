@@ -25,6 +25,12 @@ struct StoreSite {
   std::shared_ptr<StoreLevers> owned;
 };
 
+/// A filesystem kiln measures, with the levers that free space on it.
+struct MeasuredDisk {
+  std::filesystem::path path;
+  const StoreLevers* levers = nullptr; // nullptr: the cache exports' own only
+};
+
 /// The stores a chain builds into, each once, in the chain file's order: buildah's one store;
 /// for BuildKit each worker's daemon, each lane's own host, and the chain's default daemon, each
 /// when a stage builds on it. A daemon on another host (tcp://) is not measured from here.
@@ -40,12 +46,12 @@ public:
   const StoreSite& at(const std::string& host) const;
   const std::vector<StoreSite>& all() const { return m_sites; }
   /// One site per filesystem the stores are measured on, the one whose data is there when
-  /// several share it: what a preflight, a watchdog or a reclaim measures and prunes once.
+  /// several share it.
   std::vector<const StoreSite*> one_per_disk() const;
-  /// `cache_root` when no store is measured on its filesystem: the cache exports there need a
-  /// measure of their own (a remote daemon's chain writes them to this host).
-  std::optional<std::filesystem::path>
-  unmeasured_exports(const std::filesystem::path& cache_root) const;
+  /// What a preflight, a watchdog or a reclaim measures, each filesystem once: one_per_disk()'s,
+  /// then `cache_root` when no store is measured on its filesystem (a remote daemon's chain
+  /// writes its exports to this host), with no store levers.
+  std::vector<MeasuredDisk> measured_disks(const std::filesystem::path& cache_root) const;
 
 private:
   static std::vector<const Stage*> all_stages(const Chain& chain);

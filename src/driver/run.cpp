@@ -236,29 +236,17 @@ std::string Run::stop_cause() const {
   return m_stopped_by_error ? "stopped by an internal error" : "stopped";
 }
 
-std::vector<std::pair<std::filesystem::path, const StoreLevers*>> Run::measured_disks() const {
-  std::vector<std::pair<std::filesystem::path, const StoreLevers*>> disks;
-  for (const StoreSite* site : m_sites->one_per_disk()) {
-    disks.emplace_back(site->disk, site->levers);
-  }
-  if (auto exports = m_sites->unmeasured_exports(m_disk.cache_root)) {
-    disks.emplace_back(*exports, nullptr); // the exports' own levers only
-  }
-  return disks;
-}
-
 GateResult Run::preflight_sites() {
   GateResult all;
-  auto disks = measured_disks();
-  if (disks.empty() && m_disk.need_gb > 0) {
+  if (m_disks.empty() && m_disk.need_gb > 0) {
     const StoreSite& first = m_sites->all().front();
     all.lines.push_back(fmt::format("WARN [disk] preflight skipped: the free space of the {} "
                                     "cannot be measured from this host ({})",
                                     first.levers->label(), first.disk_unknown));
   }
-  for (const auto& [disk, levers] : disks) {
+  for (const MeasuredDisk& disk : m_disks) {
     DiskPolicy policy = m_disk;
-    policy.path = disk;
+    policy.path = disk.path;
     GateResult gate = preflight(policy);
     all.lines.insert(all.lines.end(), gate.lines.begin(), gate.lines.end());
     if (!gate.ok) {
@@ -271,11 +259,12 @@ GateResult Run::preflight_sites() {
 }
 
 void Run::start_watchdogs() {
-  for (const auto& [disk, levers] : measured_disks()) {
+  for (const MeasuredDisk& disk : m_disks) {
     DiskPolicy policy = m_disk;
-    policy.path = disk;
+    policy.path = disk.path;
     m_watchdogs.push_back(std::make_unique<DiskWatchdog>(
-        policy, [this](const std::string& line) { disk_log(m_folder, m_console, line); }, levers));
+        policy, [this](const std::string& line) { disk_log(m_folder, m_console, line); },
+        disk.levers));
   }
 }
 
@@ -285,10 +274,9 @@ void Run::start_sampler() {
   }
   auto interval = m_chain.resources.sample_interval;
   // The first store's disk: where this host's builds write.
-  auto measured = measured_disks();
   m_sampler = std::make_unique<ResourceSampler>(
-      m_folder.path() / "resources.csv",
-      measured.empty() ? m_chain.records : measured.front().first, interval);
+      m_folder.path() / "resources.csv", m_disks.empty() ? m_chain.records : m_disks.front().path,
+      interval);
   m_sampler->set_phase("init");
   if (auto started = m_sampler->start(); !started) {
     m_folder.log("warning: no resource sampling: " + started.error());
@@ -749,6 +737,7 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
   }
   m_disk = disk_policy(m_chain);
   m_sites.emplace(m_chain, stages, m_seams.store);
+  m_disks = m_sites->measured_disks(m_disk.cache_root);
   for (const auto& line : normalize_policy(m_disk)) {
     disk_log(m_folder, m_console, line);
   }

@@ -54,12 +54,9 @@ private:
                      const std::vector<BuildRequest>& requests);
   /// Start what the scheduler says may start, wait for a stage to end, repeat. The loop holds
   /// m_mutex except while it waits; a stage's job takes it only to hand over its record.
-  /// Each filesystem a store is measured on, with the levers of the store whose data is there,
-  /// then the cache exports' when no store is on theirs (no store levers: exports only).
-  std::vector<std::pair<std::filesystem::path, const StoreLevers*>> measured_disks() const;
-  /// The disk preflight on each of measured_disks().
+  /// The disk preflight on each of m_disks.
   GateResult preflight_sites();
-  /// A disk watchdog per measured_disks().
+  /// A disk watchdog per m_disks.
   void start_watchdogs();
   void schedule(const std::vector<const Stage*>& stages, const std::vector<BuildRequest>& requests,
                 const Budget& budget);
@@ -149,6 +146,7 @@ private:
   std::unique_ptr<ResourceSampler> m_sampler;
   DiskPolicy m_disk;
   std::optional<StoreSites> m_sites; // the stores the stages build into, each measured where it is
+  std::vector<MeasuredDisk> m_disks; // m_sites->measured_disks(), found once
   FloorLedger m_floors;
   std::optional<ImageGates> m_gates;
   RunSeams m_seams;

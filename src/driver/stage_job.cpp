@@ -101,8 +101,12 @@ bool StageJob::stopping() const {
   return interrupt_signal() != 0 || m_context.cancel.cancelled();
 }
 
+double StageJob::floor_gb() const {
+  return m_stage.disk_floor_gb.value_or(m_context.chain.disk.floor_gb);
+}
+
 StageEnd StageJob::disk_floor() {
-  double floor = m_stage.disk_floor_gb.value_or(m_context.chain.disk.floor_gb);
+  double floor = floor_gb();
   if (floor <= 0) {
     return StageEnd::ok;
   }
@@ -177,7 +181,7 @@ StageEnd StageJob::disk_floor() {
 void StageJob::floor_follows_move() {
   // The floor held on the lost worker's disk is room nothing will fill now.
   m_context.floors.release(m_stage.name);
-  double floor = m_stage.disk_floor_gb.value_or(m_context.chain.disk.floor_gb);
+  double floor = floor_gb();
   const StoreSite& site = m_context.sites.at(m_request.host);
   if (floor <= 0 || site.disk.empty()) {
     return;
@@ -228,7 +232,7 @@ StageEnd StageJob::before_build() {
 }
 
 void StageJob::room_for_export() {
-  double floor = m_stage.disk_floor_gb.value_or(m_context.chain.disk.floor_gb);
+  double floor = floor_gb();
   if (m_request.cache_slug.empty() || !m_request.export_local || floor <= 0) {
     return;
   }

@@ -116,6 +116,8 @@ private:
   /// building there now: waits for one of them to end when it does not fit beside them, and
   /// reclaims (or refuses) when it does not fit alone.
   StageEnd disk_floor();
+  /// The free space the stage needs: its own disk_floor_gb, else the chain's.
+  double floor_gb() const;
   /// After a move to another worker: the floor is held on the new worker's store.
   void floor_follows_move();
   /// No new local cache export when the cache root's disk is under the stage's floor.

@@ -129,6 +129,11 @@ tl::expected<uint64_t, std::string> filesystem_device(const std::filesystem::pat
   return static_cast<uint64_t>(info.st_dev);
 }
 
+std::string filesystem_key(const std::filesystem::path& path) {
+  auto device = filesystem_device(path);
+  return device ? "dev:" + std::to_string(*device) : "path:" + path.string();
+}
+
 namespace {
 
 /// Read from `fd` into `text` until end of file, up to `limit` bytes; `size_hint` sizes the

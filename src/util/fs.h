@@ -57,6 +57,10 @@ tl::expected<uint64_t, std::string> free_bytes(const std::filesystem::path& path
 /// two paths share free space exactly when their devices are equal.
 tl::expected<uint64_t, std::string> filesystem_device(const std::filesystem::path& path);
 
+/// What tells filesystems apart: `path`'s device, or the path itself when it cannot be read.
+/// Two paths with one key share their free space.
+std::string filesystem_key(const std::filesystem::path& path);
+
 /// The executable `name` in the `:`-separated folders of `path` (an empty entry is the current
 /// folder, as a shell reads it), or "" when there is none.
 std::string find_on_path(std::string_view name, std::string_view path);

@@ -77,8 +77,14 @@ TEST(StoreSites, DiskPathMeasuresTheStoresOfThisHostNeverARemoteDaemon) {
             std::string::npos);
   // The exports get a measure of their own only when no store is measured on their disk.
   EXPECT_TRUE(located.one_per_disk().empty());
-  EXPECT_EQ(located.unmeasured_exports(dir.path() / "cache"), dir.path() / "cache");
-  EXPECT_EQ(sites.unmeasured_exports(dir.path() / "cache"), std::nullopt);
+  std::vector<MeasuredDisk> alone = located.measured_disks(dir.path() / "cache");
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_EQ(alone[0].path, dir.path() / "cache");
+  EXPECT_EQ(alone[0].levers, nullptr);
+  std::vector<MeasuredDisk> shared = sites.measured_disks(dir.path() / "cache");
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared[0].path, dir.path());
+  EXPECT_NE(shared[0].levers, nullptr);
 }
 
 } // namespace
