@@ -3,6 +3,7 @@
 #include "cli/attest_command.h"
 #include "cli/cache_command.h"
 #include "cli/disk_command.h"
+#include "cli/explain_command.h"
 #include "cli/gate_command.h"
 #include "cli/history_command.h"
 #include "cli/lint_command.h"
@@ -45,6 +46,8 @@ int dispatch(int argc, char** argv) {
   kiln::add_history_command(app, history_args, history, history_prune);
   kiln::ReportArgs report_args;
   CLI::App* report = kiln::add_report_command(app, report_args);
+  kiln::ExplainArgs explain_args;
+  CLI::App* explain = kiln::add_explain_command(app, explain_args);
   kiln::TraceArgs trace_args;
   CLI::App* trace = kiln::add_trace_command(app, trace_args);
   kiln::ReplayArgs replay_args;
@@ -94,6 +97,9 @@ int dispatch(int argc, char** argv) {
   }
   if (report->parsed()) {
     return kiln::report_command(report_args);
+  }
+  if (explain->parsed()) {
+    return kiln::explain_command(explain_args);
   }
   if (trace->parsed()) {
     return kiln::trace_command(trace_args);

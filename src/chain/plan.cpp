@@ -148,4 +148,24 @@ KeyValues stage_build_args(const Chain& chain, const Stage& stage, const KeyValu
   return args;
 }
 
+std::string build_arg_source(const Chain& chain, const Stage& stage, const KeyValues& overrides,
+                             const std::string& name) {
+  auto sets = [&](const KeyValues& layer) {
+    return std::any_of(layer.begin(), layer.end(),
+                       [&](const auto& kv) { return kv.first == name; });
+  };
+  const Lane* lane = chain.find_lane(stage.lane);
+  if (sets(overrides)) {
+    return "--build-arg";
+  }
+  if (lane != nullptr && sets(lane->build_args)) {
+    return "lane " + lane->name;
+  }
+  if (sets(stage.build_args)) {
+    return "chain file";
+  }
+  return chain.versions_file.empty() ? std::string("versions")
+                                     : chain.versions_file.filename().string();
+}
+
 } // namespace kiln

@@ -34,4 +34,10 @@ std::vector<const Stage*> one_stage_per_dockerfile(const std::vector<const Stage
 /// stage's Dockerfile declares with ARG, so a pin a stage does not use never changes its cache key.
 KeyValues stage_build_args(const Chain& chain, const Stage& stage, const KeyValues& overrides);
 
+/// Where `stage` gets build arg `name` from, as a reader names it: `--build-arg`, `lane <x>`,
+/// `chain file`, else the versions file's name (a pin); the last layer of stage_build_args()
+/// that sets it.
+std::string build_arg_source(const Chain& chain, const Stage& stage, const KeyValues& overrides,
+                             const std::string& name);
+
 } // namespace kiln

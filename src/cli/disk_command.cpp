@@ -8,6 +8,7 @@
 #include "cli/chain_file.h"
 #include "disk/guard.h"
 #include "disk/policy.h"
+#include "disk/reclaim_journal.h"
 #include "disk/slugs.h"
 #include "disk/store_sites.h"
 #include "driver/build_request.h"
@@ -278,6 +279,11 @@ int disk_reclaim_command(const DiskArgs& args) {
       fmt::print("{}\n", line);
     }
     fmt::print("{}\n", outcome.record);
+    if (outcome.removed_any) {
+      // What a later rebuild of unchanged inputs names as what may have taken its cache.
+      journal_reclaim(chain->records, utc_iso8601(std::chrono::system_clock::now()),
+                      outcome.record);
+    }
     if (outcome.free_after_gb < args.target_gb) {
       code = k_exit_failed;
     }

@@ -33,6 +33,9 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
   run->add_option("--build-arg", args.build_args,
                   "K=V overriding versions pins and chain build args (repeatable)");
   run->add_flag("--dry-run", args.dry_run, "Print each stage's engine command; run nothing");
+  run->add_flag("--explain", args.explain,
+                "With --dry-run: which stages would rebuild, from which step and why, and what "
+                "that is expected to cost, in place of the commands");
   run->add_option("--engine", args.engine, "Build with this engine instead of the chain's")
       ->check(CLI::IsMember({"buildah", "buildkit"}));
   run->add_flag("--no-cache-export", args.no_cache_export,
@@ -85,6 +88,7 @@ int run_command(const RunArgs& args) {
   options.selection.from = args.from;
   options.selection.lanes = args.lanes;
   options.dry_run = args.dry_run;
+  options.explain = args.explain ? "tty" : "";
   options.no_cache_export = args.no_cache_export;
   options.no_salvage = args.no_salvage;
   options.fail_fast = args.fail_fast;

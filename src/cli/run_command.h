@@ -24,7 +24,8 @@ struct RunArgs {
   int parallel = 0; // 0: not given
   bool fail_fast = false;
   bool no_cache = false;
-  bool report = false; // write report.html beside the manifest when the run ends
+  bool explain = false;          // with dry_run
+  bool report = false;           // write report.html beside the manifest when the run ends
   std::string progress = "auto"; // auto | tty | plain | json
 };
 

@@ -15,20 +15,25 @@ bool is_index(std::string_view text) {
          std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-} // namespace
-
-std::vector<ExternalRef> external_refs(const Dockerfile& df, std::string_view target,
-                                       const std::map<std::string, std::string>& build_args) {
-  std::vector<StageScope> scopes = stage_scopes(df, build_args);
+/// Per stage of the file: the stages it builds on, and what it reads from outside.
+struct StageLinks {
   std::map<std::string, size_t> named; // the first stage of each name
+  std::vector<std::vector<size_t>> builds_on;
+  std::vector<std::vector<ExternalRef>> reads;
+};
+
+StageLinks stage_links(const Dockerfile& df, const std::vector<StageScope>& scopes) {
+  StageLinks links;
+  auto& named = links.named;
+  auto& builds_on = links.builds_on;
+  auto& reads = links.reads;
   for (const auto& scope : scopes) {
     if (!scope.name.empty()) {
       named.emplace(scope.name, static_cast<size_t>(scope.index));
     }
   }
-  // Per stage of the file: the stages it builds on, and what it reads from outside.
-  std::vector<std::vector<size_t>> builds_on(scopes.size());
-  std::vector<std::vector<ExternalRef>> reads(scopes.size());
+  builds_on.resize(scopes.size());
+  reads.resize(scopes.size());
   std::optional<size_t> stage;
   for (const auto& ins : df.instructions) {
     if (keyword_is(ins, "from")) {
@@ -75,30 +80,49 @@ std::vector<ExternalRef> external_refs(const Dockerfile& df, std::string_view ta
     }
   }
 
-  std::vector<bool> built(scopes.size(), false);
+  return links;
+}
+
+std::vector<bool> built_from(const StageLinks& links, size_t count, std::string_view target) {
+  std::vector<bool> built(count, false);
   std::vector<size_t> todo;
   if (target.empty()) {
-    if (!scopes.empty()) {
-      todo.push_back(scopes.size() - 1);
+    if (count > 0) {
+      todo.push_back(count - 1);
     }
-  } else if (auto own = named.find(lower(target)); own != named.end()) {
+  } else if (auto own = links.named.find(lower(target)); own != links.named.end()) {
     todo.push_back(own->second);
   } else {
     // Such a target fails the build anyway; checking every stage misses nothing meanwhile.
-    built.assign(scopes.size(), true);
+    built.assign(count, true);
   }
   while (!todo.empty()) {
     size_t next = todo.back();
     todo.pop_back();
     if (!built[next]) {
       built[next] = true;
-      todo.insert(todo.end(), builds_on[next].begin(), builds_on[next].end());
+      todo.insert(todo.end(), links.builds_on[next].begin(), links.builds_on[next].end());
     }
   }
+  return built;
+}
+
+} // namespace
+
+std::vector<bool> stages_built(const Dockerfile& df, std::string_view target,
+                               const std::vector<StageScope>& scopes) {
+  return built_from(stage_links(df, scopes), scopes.size(), target);
+}
+
+std::vector<ExternalRef> external_refs(const Dockerfile& df, std::string_view target,
+                                       const std::map<std::string, std::string>& build_args) {
+  std::vector<StageScope> scopes = stage_scopes(df, build_args);
+  StageLinks links = stage_links(df, scopes);
+  std::vector<bool> built = built_from(links, scopes.size(), target);
   std::vector<ExternalRef> refs;
   for (size_t i = 0; i < scopes.size(); ++i) {
     if (built[i]) {
-      refs.insert(refs.end(), reads[i].begin(), reads[i].end());
+      refs.insert(refs.end(), links.reads[i].begin(), links.reads[i].end());
     }
   }
   return refs;

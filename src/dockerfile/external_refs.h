@@ -23,6 +23,12 @@ struct ExternalRef {
 /// means the last stage, and one the file does not name means every stage. Left out are
 /// `scratch` and a --from with a variable in it, whose value depends on the ARGs and ENV in
 /// effect at its line.
+/// Which stages of the file building `target` builds (indexed as stage_scopes() lists them):
+/// the target's own and every stage it builds on through FROM, COPY --from and RUN --mount
+/// from=, matched as external_refs() matches them.
+std::vector<bool> stages_built(const Dockerfile& df, std::string_view target,
+                               const std::vector<StageScope>& scopes);
+
 std::vector<ExternalRef> external_refs(const Dockerfile& df, std::string_view target,
                                        const std::map<std::string, std::string>& build_args);
 

@@ -352,6 +352,16 @@ void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir
     }
     text += line + "\n";
   }
+  std::string causes;
+  for (const auto& s : run.stages) {
+    if (s.cause.is_object()) {
+      causes += fmt::format("  {}: {}\n", s.name, s.cause.value("summary", ""));
+    }
+  }
+  if (!causes.empty()) {
+    text += "\nkiln: why each stage that built was not reused (kiln explain " + run.run_id +
+            "):\n" + causes;
+  }
   if (!run.critical_path.empty()) {
     text += fmt::format(
         "\nkiln: wall time {}; critical path (*) {}: {} of builds, so {:.2f}x of it\n",

@@ -185,7 +185,8 @@ Json stage_json(const StageRecord& s) {
           {"worker", s.worker},
           {"worker_rank", s.worker_rank},
           {"placement", s.placement},
-          {"moves", moves}};
+          {"moves", moves},
+          {"cause", s.cause}};
 }
 
 Json publish_json(const PublishRecord& p) {

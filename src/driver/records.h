@@ -17,7 +17,7 @@
 namespace kiln {
 
 /// The manifest schema version; bump it on any change a reader could notice (docs/records.md).
-constexpr int k_manifest_schema = 11;
+constexpr int k_manifest_schema = 12;
 
 /// A manifest is a few hundred KB at most; a larger file in its place is not one.
 constexpr uint64_t k_manifest_read_limit = uint64_t{64} << 20;
@@ -157,6 +157,9 @@ struct StageRecord {
   int worker_rank = -1;
   std::string placement;
   std::vector<WorkerMove> moves;
+  /// Why a stage that built was not served from the engine's cache (explain/cause.h's Cause,
+  /// docs/explain.md); null for any other outcome.
+  nlohmann::json cause;
 };
 
 /// One image of a publish, as its gates and its push saw it.

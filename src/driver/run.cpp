@@ -34,7 +34,8 @@ Run::Run(const Chain& chain, const Engine& engine, const RunSeams& seams, const 
                  m_folder.write_manifest(manifest,
                                          ended ? Durability::flush : Durability::rename_only);
                }),
-      m_seams(seams), m_record(std::move(record)) {
+      m_seams(seams), m_judge(chain, engine, options.build_arg_overrides, options.no_cache),
+      m_record(std::move(record)) {
   // Chain-file classes first: they are the more specific, and name the verdict.
   m_classes = m_chain.transient;
   m_classes.insert(m_classes.end(), builtin_transient_classes().begin(),
@@ -492,7 +493,8 @@ void Run::schedule(const std::vector<const Stage*>& stages,
                                 m_floors,
                                 m_options.no_salvage,
                                 m_store_in_use,
-                                *this};
+                                *this,
+                                m_judge};
   struct Ended {
     size_t index;
     StageResult result;
@@ -790,6 +792,10 @@ int Run::execute_stages(const std::vector<const Stage*>& stages,
   }
   move_stable_tags();
   publish_all(stages);
+  if (auto kept = m_judge.save(); !kept) {
+    m_folder.log("run: the file hashes were not kept (the next run reads every file again): " +
+                 kept.error());
+  }
   int exit_code = run_outcome();
   finish_sampler();
   if (std::vector<std::string> lost = m_folder.write_errors(); !lost.empty()) {

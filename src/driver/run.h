@@ -27,6 +27,7 @@
 #include "driver/scheduler.h"
 #include "driver/stage_job.h"
 #include "engine/engine.h"
+#include "explain/rebuild_judge.h"
 #include "resources/budget.h"
 #include "resources/sampler.h"
 #include "util/cancel.h"
@@ -150,6 +151,7 @@ private:
   FloorLedger m_floors;
   std::optional<ImageGates> m_gates;
   RunSeams m_seams;
+  RebuildJudge m_judge; // StageJobContext::judge
   /// Every build and cooldown of the run watches this one: Ctrl-C reaches it from the
   /// interrupt token, and an internal error stops every stage with it.
   CancelToken m_cancel;

@@ -16,6 +16,7 @@
 #include "driver/run.h"
 #include "driver/shown_command.h"
 #include "driver/worker_probe.h"
+#include "explain/plan_explain.h"
 #include "lint/lint.h"
 #include "util/diagnostic.h"
 #include "util/strings.h"
@@ -151,20 +152,30 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   problems.insert(problems.end(), lint.begin(), lint.end());
   std::filesystem::path tools = kiln_tools_dir(chain.records);
   std::vector<BuildRequest> requests;
+  std::vector<std::string> first_workers;
   for (const Stage* stage : stages) {
     requests.push_back(build_request(chain, *stage, options.build_arg_overrides, tools));
     requests.back().drop_registry_cache = options.no_cache_export;
     requests.back().no_cache = options.no_cache || stage->kind == StageKind::smoke;
+    first_workers.emplace_back();
     if (!stage->workers.empty()) {
       // Where it goes when its first choice is free; the run places it when it starts.
       size_t first = rank_workers(chain.name, stage->name, stage->workers).front();
       point_at(requests.back(), *chain.find_worker(stage->workers[first]));
+      first_workers.back() = stage->workers[first];
     }
   }
 
   if (options.dry_run) {
     if (!report(problems, errors)) {
       return k_exit_usage;
+    }
+    if (!options.explain.empty()) {
+      auto plan = explain_plan(chain, engine, stages, requests, first_workers,
+                               options.build_arg_overrides, options.no_cache);
+      fmt::print("{}",
+                 options.explain == "json" ? plan_json(plan).dump(2) + "\n" : plan_text(plan));
+      return k_exit_ok;
     }
     // Each need as the run would hand it over: one this run builds by the image it builds,
     // known only then (not the one an earlier run left); one it does not build by the image

@@ -35,6 +35,9 @@ struct RunOptions {
   Selection selection;
   KeyValues build_arg_overrides; // --build-arg K=V, in command-line order
   bool dry_run = false;
+  /// With dry_run: instead of the commands, which stages would rebuild and why (`tty` or
+  /// `json`); "" prints the commands.
+  std::string explain;
   bool no_cache_export = false; // leave out every registry-facing cache tier (BuildKit)
   bool no_salvage = false;      // no re-drive of a failed stage's finished targets
   std::optional<int> jobs;      // --jobs / KILN_JOBS: the job budget, set outright

@@ -91,6 +91,9 @@ StageResult StageJob::run() {
     end = build();
   }
   m_context.run.set_phase(m_stage.name, "");
+  if (m_inputs && end != StageEnd::ok) {
+    m_context.judge.ended_otherwise(*m_inputs, m_context.folder.path());
+  }
   m_context.floors.release(m_stage.name);
   cap_exports();
   save();
@@ -309,6 +312,7 @@ bool StageJob::prepare_budget() {
 }
 
 StageEnd StageJob::build() {
+  m_inputs = m_context.judge.judge(m_stage, m_request, m_record.worker);
   Attempts built = attempt_until_done();
   if (built.end != StageEnd::ok) {
     return built.end;
@@ -357,9 +361,19 @@ StageEnd StageJob::build() {
       fmt::format("stage {}: attempt {}/{} ok in {:.1f}s, {}/{} steps cached{}, image {}",
                   m_stage.name, build.number, m_stage.attempts, build.seconds, build.steps_cached,
                   build.steps_run, vertices, m_record.image_id));
-  m_context.console.stage_finished(
-      m_stage.name, fmt::format("ok in {}{}", human_duration(build.seconds),
-                                every_step_cached(build) ? " (all steps cached)" : ""));
+  const bool reused = every_step_cached(build);
+  std::optional<Cause> cause = m_context.judge.ended_ok(
+      *m_inputs, reused ? "reused" : "built", m_record.image_id,
+      utc_iso8601(m_context.clock.wall()), build.registry_cache_dropped, m_context.folder.path());
+  if (cause) {
+    m_record.cause = to_json(*cause);
+    m_context.folder.log(fmt::format("stage {}: rebuilt: {}", m_stage.name, cause->summary));
+  }
+  m_context.console.stage_finished(m_stage.name,
+                                   fmt::format("ok in {}{}", human_duration(build.seconds),
+                                               reused  ? " (all steps cached)"
+                                               : cause ? " (rebuilt: " + cause->summary + ")"
+                                                       : ""));
   return StageEnd::ok;
 }
 

@@ -17,6 +17,7 @@
 #include "driver/records.h"
 #include "driver/run_folder.h"
 #include "engine/engine.h"
+#include "explain/rebuild_judge.h"
 #include "gates/smoke_floors.h"
 #include "resources/budget.h"
 #include "util/cancel.h"
@@ -92,6 +93,7 @@ struct StageJobContext {
   /// itself, as a prune once took a blob out from under a running build.
   std::shared_mutex& store_in_use;
   StageHost& run;
+  RebuildJudge& judge; // each stage's inputs, and why it rebuilt
 };
 
 /// One stage of a run, from its disk floor to its last gate, on a thread of its own. It owns
@@ -181,6 +183,7 @@ private:
   int m_count;
   std::optional<double> m_eta_seconds;
   std::vector<std::string> m_verdicts;
+  std::optional<StageVerdict> m_inputs; // from its build's start
 };
 
 /// A line of a disk verdict to driver.log; a warning or a reclaim to the console too.

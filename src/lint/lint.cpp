@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "dockerfile/dockerignore.h"
 #include "lint/check_directive.h"
-#include "lint/dockerignore.h"
 #include "lint/rules.h"
 #include "util/diagnostic.h"
 

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "lint/dockerignore.h"
+#include "dockerfile/dockerignore.h"
 #include "lint/rules.h"
 
 namespace kiln {

@@ -1,5 +1,6 @@
 #include "util/sha256.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -127,6 +128,42 @@ tl::expected<std::string, std::string> sha256_file_digest(const std::filesystem:
     return tl::unexpected("cannot read " + file.string() + ": a read failed");
   }
   return "sha256:" + hash.hex();
+}
+
+namespace {
+
+std::string hex_bytes(const std::string& hex) {
+  std::string bytes;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    bytes.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  }
+  return bytes;
+}
+
+} // namespace
+
+std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
+  std::string block(64, '\0');
+  if (key.size() > block.size()) {
+    Sha256 h;
+    h.update(key);
+    std::string digest = hex_bytes(h.hex());
+    std::copy(digest.begin(), digest.end(), block.begin());
+  } else {
+    std::copy(key.begin(), key.end(), block.begin());
+  }
+  std::string inner_pad = block, outer_pad = block;
+  for (size_t i = 0; i < block.size(); ++i) {
+    inner_pad[i] = static_cast<char>(inner_pad[i] ^ 0x36);
+    outer_pad[i] = static_cast<char>(outer_pad[i] ^ 0x5c);
+  }
+  Sha256 inner;
+  inner.update(inner_pad);
+  inner.update(message);
+  Sha256 outer;
+  outer.update(outer_pad);
+  outer.update(hex_bytes(inner.hex()));
+  return outer.hex();
 }
 
 } // namespace kiln

@@ -34,4 +34,8 @@ std::string sha256_digest(std::string_view bytes);
 /// `sha256:<hex>` of a file's content, read in pieces; an error names the file.
 tl::expected<std::string, std::string> sha256_file_digest(const std::filesystem::path& file);
 
+/// HMAC-SHA256 (RFC 2104) of `message` under `key`, lowercase hex: a value kept only to tell
+/// whether it changed, without it being readable from what is kept.
+std::string hmac_sha256_hex(std::string_view key, std::string_view message);
+
 } // namespace kiln

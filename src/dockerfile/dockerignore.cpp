@@ -1,4 +1,4 @@
-#include "lint/dockerignore.h"
+#include "dockerfile/dockerignore.h"
 
 #include <algorithm>
 
@@ -237,10 +237,8 @@ std::optional<DockerIgnore> DockerIgnore::parse(std::string_view text) {
     if (!pattern) {
       return std::nullopt;
     }
-    if (exclusion) {
-      ignore.m_exclusions = true;
-      continue; // an exclusion only ever stops the rule: has_exclusions() says so
-    }
+    pattern->exclusion = exclusion;
+    ignore.m_exclusions = ignore.m_exclusions || exclusion;
     ignore.m_patterns.push_back(std::move(*pattern));
   }
   return ignore;
@@ -251,7 +249,7 @@ bool DockerIgnore::excludes(std::string_view path) const {
   if (auto slash = path.rfind('/'); slash != std::string_view::npos) {
     parent = path.substr(0, slash == 0 ? 1 : slash);
   }
-  for (const auto& p : m_patterns) {
+  auto matches_or_parent = [&](const Pattern& p) {
     if (matches(p, path)) {
       return true;
     }
@@ -263,13 +261,21 @@ bool DockerIgnore::excludes(std::string_view path) const {
       }
       pos = slash + 1;
     }
+    return false;
+  };
+  // The last pattern that matches decides; one that could not change the verdict is skipped.
+  bool excluded = false;
+  for (const auto& p : m_patterns) {
+    if (p.exclusion == excluded && matches_or_parent(p)) {
+      excluded = !p.exclusion;
+    }
   }
-  return false;
+  return excluded;
 }
 
 bool DockerIgnore::excludes_root() const {
   return std::any_of(m_patterns.begin(), m_patterns.end(), [](const Pattern& p) {
-    return p.text == "*" || p.text == "**" || p.text == "**/*";
+    return !p.exclusion && (p.text == "*" || p.text == "**" || p.text == "**/*");
   });
 }
 

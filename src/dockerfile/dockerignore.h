@@ -19,8 +19,8 @@ public:
   /// Whether any pattern is an exclusion (`!keep`). BuildKit's CopyIgnoredFile does not judge
   /// such a file at all: a directory can be excluded while a file in it is kept.
   bool has_exclusions() const { return m_exclusions; }
-  /// patternmatcher's MatchesOrParentMatches for a file without exclusions: whether a pattern
-  /// matches `path` (cleaned, `/`-separated, relative to the context) or one of its parents.
+  /// patternmatcher's MatchesOrParentMatches: whether the last pattern that matches `path`
+  /// (cleaned, `/`-separated, relative to the context) or one of its parents ignores it.
   bool excludes(std::string_view path) const;
   /// Whether a pattern (`*`, `**`, `**/*`) excludes every entry at the context's root, the
   /// only way `COPY . .` copies nothing.
@@ -36,6 +36,7 @@ public:
     std::string text; // cleaned
     enum Kind { exact, prefix, suffix, glob } kind = exact;
     std::vector<Token> tokens; // for glob
+    bool exclusion = false;    // written `!pattern`: keeps what an earlier one ignored
   };
 
 private:
