@@ -313,6 +313,11 @@ bool StageJob::prepare_budget() {
 
 StageEnd StageJob::build() {
   m_inputs = m_context.judge.judge(m_stage, m_request, m_record.worker);
+  if (!m_inputs->problem.empty()) {
+    m_context.folder.log(fmt::format("stage {}: its last good build's inputs are unreadable, so "
+                                     "a rebuild is judged as its first: {}",
+                                     m_stage.name, m_inputs->problem));
+  }
   Attempts built = attempt_until_done();
   if (built.end != StageEnd::ok) {
     return built.end;

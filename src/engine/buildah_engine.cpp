@@ -151,6 +151,12 @@ std::string BuildahEngine::stage_image_identity(const NamedContext& context) con
   return image_id_of(context.image);
 }
 
+bool BuildahEngine::holds_stage_image(const NamedContext& context,
+                                      const std::string& identity) const {
+  return buildah_store_names(context.image, identity) ||
+         image_id_of(context.image) == bare_image_id(identity);
+}
+
 ImageConfigRead BuildahEngine::stage_image_config(const NamedContext& context) const {
   return buildah_image_config(shown(context));
 }

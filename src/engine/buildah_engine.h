@@ -25,6 +25,9 @@ public:
   }
   /// The image id under the work tag.
   std::string stage_image_identity(const NamedContext& context) const override;
+  /// From the store's index, which a run has read already; a buildah process only when the
+  /// index does not say so.
+  bool holds_stage_image(const NamedContext& context, const std::string& identity) const override;
   ImageConfigRead stage_image_config(const NamedContext& context) const override;
   /// Read in place from the store (buildah_store_image).
   tl::expected<std::vector<LayoutImage>, std::string>

@@ -221,6 +221,12 @@ public:
   /// stage's work tag, BuildKit's digest in the metadata file); "" when there is none.
   virtual std::string stage_image_identity(const NamedContext& context) const = 0;
 
+  /// Whether `context`'s name still holds the image `identity`: what a judge of a rebuild asks
+  /// of every stage whose inputs did not change, so an engine answers it as cheaply as it can.
+  virtual bool holds_stage_image(const NamedContext& context, const std::string& identity) const {
+    return stage_image_identity(context) == identity;
+  }
+
   /// The config of the image `context` names (by its identity when set): the Env the publish
   /// gate grades, the labels and platform the index's gates read.
   virtual ImageConfigRead stage_image_config(const NamedContext& context) const = 0;

@@ -23,6 +23,11 @@ void keep(const std::filesystem::path& file, const std::string& text) {
   (void)write_file_atomic(file, text, Durability::rename_only);
 }
 
+/// An image id or digest as a sentence names it: 12 hex digits.
+std::string short_image(const std::string& id) {
+  return (id.starts_with("sha256:") ? id.substr(7) : id).substr(0, 12);
+}
+
 } // namespace
 
 RebuildJudge::RebuildJudge(const Chain& chain, const Engine& engine, const KeyValues& overrides,
@@ -58,19 +63,19 @@ StageVerdict RebuildJudge::judge(const Stage& stage, const BuildRequest& request
   }
   if (v.before) {
     v.evidence.reclaims = reclaims_since(m_chain.records, v.before->ended);
-    // Asked only when nothing else says it rebuilds: one engine call per stage.
-    if (!rebuild_cause(v.now, &*v.before, v.evidence) && !v.before->image.empty()) {
-      std::string held = m_engine.stage_image_identity(stage_context(m_chain, stage));
-      if (held != v.before->image) {
-        v.evidence.image_gone =
-            held.empty()
-                ? fmt::format("the image of run {} ({}) is gone from {}'s store", v.before->run_id,
-                              v.before->image.substr(0, 19), m_engine.name())
-                : fmt::format("the stage's name in {}'s store holds {}, not the image "
-                              "of run {} ({})",
-                              m_engine.name(), held.substr(0, 19), v.before->run_id,
-                              v.before->image.substr(0, 19));
-      }
+    // Asked only when nothing else says it rebuilds.
+    NamedContext image = stage_context(m_chain, stage);
+    if (!rebuild_cause(v.now, &*v.before, v.evidence) && !v.before->image.empty() &&
+        !m_engine.holds_stage_image(image, v.before->image)) {
+      std::string held = m_engine.stage_image_identity(image);
+      v.evidence.image_gone =
+          held.empty() ? fmt::format("the image of run {} ({}) is gone from {}'s store",
+                                     v.before->run_id, short_image(v.before->image),
+                                     m_engine.name())
+                       : fmt::format("the stage's name in {}'s store holds {}, not the image "
+                                     "of run {} ({})",
+                                     m_engine.name(), short_image(held), v.before->run_id,
+                                     short_image(v.before->image));
     }
   }
   v.cause = rebuild_cause(v.now, v.before ? &*v.before : nullptr, v.evidence);
