@@ -37,6 +37,33 @@ std::string seconds_text(const nlohmann::json& value) {
   return value.is_number() ? short_duration(value.get<double>()) : "-";
 }
 
+int causes_command(const History& history, const HistoryArgs& args) {
+  std::vector<CauseCost> costs = history.top_causes(args.limit);
+  if (args.format == "json") {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& c : costs) {
+      list.push_back({{"root", c.root},
+                      {"lane", c.lane},
+                      {"kind", c.kind},
+                      {"summary", c.summary},
+                      {"runs", c.runs},
+                      {"builds", c.builds},
+                      {"seconds", c.seconds}});
+    }
+    fmt::print("{}\n", nlohmann::json{{"runs", args.limit}, {"causes", list}}.dump(2));
+    return k_exit_ok;
+  }
+  fmt::print("What rebuilds cost over the newest {} run(s), by first cause:\n", args.limit);
+  if (costs.empty()) {
+    fmt::print("  nothing was rebuilt with a cause recorded\n");
+  }
+  for (const auto& c : costs) {
+    fmt::print("  {:>8}  {} {} in {} run(s), {} build(s); newest: {}\n", short_duration(c.seconds),
+               c.root, c.kind, c.runs, c.builds, c.summary);
+  }
+  return k_exit_ok;
+}
+
 } // namespace
 
 void add_history_command(CLI::App& app, HistoryArgs& args, CLI::App*& show, CLI::App*& prune) {
@@ -50,6 +77,9 @@ void add_history_command(CLI::App& app, HistoryArgs& args, CLI::App*& show, CLI:
                    "A regression is this many percent slower than the median (default: the chain's "
                    "[history], or 20)")
       ->check(CLI::Range(0.0, 1e6));
+  show->add_flag("--causes", args.causes,
+                 "The first causes of rebuilds that cost the most build time over the newest "
+                 "--runs runs (docs/explain.md)");
   show->add_option("--min-seconds", args.seconds,
                    "... and at least this many seconds slower (default: the chain's, or 30)")
       ->check(CLI::Range(0.0, 1e9));
@@ -72,6 +102,9 @@ int history_command(const HistoryArgs& args) {
                                                                  settings.regression_seconds};
   rule.percent = args.percent.value_or(rule.percent);
   rule.seconds = args.seconds.value_or(rule.seconds);
+  if (args.causes) {
+    return causes_command(*history, args);
+  }
   nlohmann::json doc = history_json(*history, args.stage, args.lane, rule, args.limit);
   if (!args.stage.empty() && doc["stages"].empty()) {
     fmt::print(stderr,
@@ -121,9 +154,9 @@ int history_command(const HistoryArgs& args) {
     fmt::print("{}\n", trim_space(row));
   }
   for (const auto& r : doc["regressions"]) {
-    fmt::print("regression: {}\n",
-               describe_regression(Regression{r["run_id"], r["stage"], r["lane"], r["outcome"],
-                                              r["seconds"], r["median_seconds"], r["runs"]}));
+    fmt::print("regression: {}\n", describe_regression(Regression{
+                                       r["run_id"], r["stage"], r["lane"], r["outcome"],
+                                       r["seconds"], r["median_seconds"], r["runs"], r["kind"]}));
   }
   return k_exit_ok;
 }

@@ -17,6 +17,7 @@ struct HistoryArgs {
   std::optional<double> percent; // unset: the chain's [history], or its defaults
   std::optional<double> seconds;
   int keep = 1000;
+  bool causes = false; // the first causes of rebuilds that cost the most
 };
 
 /// `kiln history [STAGE]` and `kiln history prune --keep N`; returns both subcommands.

@@ -540,8 +540,7 @@ void Run::schedule(const std::vector<const Stage*>& stages,
             [this, &context, &ended, &stage, record = started, request = std::move(request),
              share = std::move(share), index = static_cast<int>(start.stage) + 1,
              count = static_cast<int>(stages.size()),
-             eta = eta == m_eta.end() ? std::nullopt : std::optional<double>(eta->second),
-             at = start.stage] {
+             eta = eta == m_eta.end() ? StageEta{} : eta->second, at = start.stage] {
               Ended end{at, {}, nullptr};
               try {
                 end.result =

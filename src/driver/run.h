@@ -23,6 +23,7 @@
 #include "driver/records.h"
 #include "driver/records_lock.h"
 #include "driver/run_folder.h"
+#include "driver/run_history.h"
 #include "driver/run_loop.h"
 #include "driver/scheduler.h"
 #include "driver/stage_job.h"
@@ -143,7 +144,7 @@ private:
   RecordsLock m_lock;
   RunFolder m_folder;
   EventLog m_events; // the run as typed events: events.jsonl, and --progress=json
-  std::map<std::string, double> m_eta;
+  std::map<std::string, StageEta> m_eta;
   std::unique_ptr<ResourceSampler> m_sampler;
   DiskPolicy m_disk;
   std::optional<StoreSites> m_sites; // the stores the stages build into, each measured where it is

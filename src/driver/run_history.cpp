@@ -8,6 +8,11 @@
 
 namespace kiln {
 
+std::optional<double> StageEta::of(const std::string& kind) const {
+  auto it = by_kind.find(kind);
+  return it != by_kind.end() ? std::optional<double>(it->second) : any;
+}
+
 RunForecast forecast_run(const Chain& chain, const std::vector<const Stage*>& stages) {
   RunForecast forecast;
   auto history = History::open(chain.records);
@@ -17,7 +22,13 @@ RunForecast forecast_run(const Chain& chain, const std::vector<const Stage*>& st
       // The manifest names a lane only with [[lane]] tables; a lone `lane` is a cache slug's.
       std::string lane = chain.lanes.empty() ? std::string() : stage->lane;
       if (auto seconds = history->expected_seconds(stage->known_as(), lane)) {
-        forecast.etas[stage->name] = *seconds;
+        StageEta& eta = forecast.etas[stage->name];
+        eta.any = *seconds;
+        for (const char* kind : {"cached", "partial", "full"}) {
+          if (auto of_kind = history->expected_seconds(stage->known_as(), lane, "", 10, kind)) {
+            eta.by_kind[kind] = *of_kind;
+          }
+        }
       }
       if (history->last_run_clipped(stage->known_as(), lane)) {
         forecast.warnings.push_back(fmt::format(
@@ -30,7 +41,7 @@ RunForecast forecast_run(const Chain& chain, const std::vector<const Stage*>& st
   // The newest manifests, read only when the history knows no green build of some stage.
   if (forecast.etas.size() < stages.size()) {
     for (const auto& [stage, build] : last_ok_builds(chain.records)) {
-      forecast.etas.emplace(stage, build.seconds);
+      forecast.etas.emplace(stage, StageEta{build.seconds, {}});
     }
   }
   return forecast;

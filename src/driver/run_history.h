@@ -20,12 +20,21 @@ constexpr const char* k_lift_log_limit =
     "BUILDKIT_STEP_LOG_MAX_SPEED=-1 in its environment (1 GiB per stream, no rate limit) to "
     "keep a step's whole output";
 
+/// What a build of one stage is expected to take: the median of its last green builds of each
+/// kind (build_kind(): cached, partial, full) and of any kind.
+struct StageEta {
+  std::optional<double> any;
+  std::map<std::string, double> by_kind;
+  /// For a build of `kind`: that kind's median, else any kind's.
+  std::optional<double> of(const std::string& kind) const;
+};
+
 /// What the run history says before a run.
 struct RunForecast {
   /// What a build of each stage is expected to take, by the name a run gives it
-  /// (`<lane>/<stage>` with lanes): the median of its last green builds, or, without a usable
+  /// (`<lane>/<stage>` with lanes): the medians of its last green builds, or, without a usable
   /// history, its newest successful build.
-  std::map<std::string, double> etas;
+  std::map<std::string, StageEta> etas;
   /// One line per stage whose last run lost output to the engine's log limit.
   std::vector<std::string> warnings;
 };

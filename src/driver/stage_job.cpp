@@ -11,6 +11,7 @@
 #include "driver/run_history.h"
 #include "driver/salvage.h"
 #include "driver/shown_command.h"
+#include "forensics/history.h"
 #include "forensics/log_analysis.h"
 #include "util/fs.h"
 #include "util/strings.h"
@@ -77,11 +78,10 @@ void disk_log(RunFolder& folder, Console& console, const std::string& line) {
 }
 
 StageJob::StageJob(const StageJobContext& context, const Stage& stage, StageRecord record,
-                   BuildRequest request, Budget share, int index, int count,
-                   std::optional<double> eta_seconds)
+                   BuildRequest request, Budget share, int index, int count, StageEta eta)
     : m_context(context), m_stage(stage), m_record(std::move(record)),
       m_request(std::move(request)), m_share(std::move(share)), m_index(index), m_count(count),
-      m_eta_seconds(eta_seconds) {}
+      m_eta(std::move(eta)), m_eta_seconds(m_eta.any) {}
 
 StageResult StageJob::run() {
   m_context.run.set_phase(m_stage.name, m_stage.name);
@@ -313,6 +313,10 @@ bool StageJob::prepare_budget() {
 
 StageEnd StageJob::build() {
   m_inputs = m_context.judge.judge(m_stage, m_request, m_record.worker);
+  // A build the cache should serve is not timed by a cold one, nor a cold one by it.
+  m_eta_seconds = m_eta.of(build_kind(m_inputs->cause ? "built" : "reused",
+                                      m_inputs->cause ? m_inputs->cause->kind : std::string(),
+                                      /*steps_cached=*/1));
   if (!m_inputs->problem.empty()) {
     m_context.folder.log(fmt::format("stage {}: its last good build's inputs are unreadable, so "
                                      "a rebuild is judged as its first: {}",

@@ -16,6 +16,7 @@
 #include "driver/image_gates.h"
 #include "driver/records.h"
 #include "driver/run_folder.h"
+#include "driver/run_history.h"
 #include "engine/engine.h"
 #include "explain/rebuild_judge.h"
 #include "gates/smoke_floors.h"
@@ -102,8 +103,7 @@ struct StageJobContext {
 class StageJob {
 public:
   StageJob(const StageJobContext& context, const Stage& stage, StageRecord record,
-           BuildRequest request, Budget share, int index, int count,
-           std::optional<double> eta_seconds);
+           BuildRequest request, Budget share, int index, int count, StageEta eta);
   StageJob(const StageJob&) = delete;
   StageJob& operator=(const StageJob&) = delete;
 
@@ -181,7 +181,8 @@ private:
   Budget m_share;
   int m_index;
   int m_count;
-  std::optional<double> m_eta_seconds;
+  StageEta m_eta;
+  std::optional<double> m_eta_seconds; // the ETA of the kind of build its judge expects
   std::vector<std::string> m_verdicts;
   std::optional<StageVerdict> m_inputs; // from its build's start
 };

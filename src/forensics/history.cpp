@@ -5,11 +5,13 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <sqlite3.h>
 
 #include "driver/records.h"
+#include "explain/run_explain.h"
 #include "util/fs.h"
 #include "util/json_field.h"
 #include "util/time.h"
@@ -22,7 +24,7 @@ using Json = nlohmann::json;
 
 // Bumped when a table changes; an older database is dropped and filled again from the run
 // folders, which remain the truth.
-constexpr int k_history_schema = 1;
+constexpr int k_history_schema = 2;
 
 constexpr const char* k_tables = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -37,6 +39,7 @@ CREATE TABLE IF NOT EXISTS stages(
   started TEXT, seconds REAL, attempts INTEGER, verdicts TEXT, steps_run INTEGER,
   steps_cached INTEGER, compile_requests INTEGER, compile_hits INTEGER, compile_misses INTEGER,
   idle_tail_seconds REAL, clipped INTEGER NOT NULL, warnings INTEGER,
+  kind TEXT, cause_kind TEXT, cause TEXT, root TEXT, root_kind TEXT, root_cause TEXT,
   PRIMARY KEY(run_id, lane, stage));
 CREATE INDEX IF NOT EXISTS stages_by_name ON stages(stage, lane, run_id);
 )sql";
@@ -161,22 +164,25 @@ StageRun stage_run_of(const Statement& row) {
   run.compile_hits = row.null(11) ? -1 : row.integer(11);
   run.idle_tail_seconds = row.null(12) ? -1 : row.real(12);
   run.clipped = row.integer(13) != 0;
+  run.kind = row.text(14);
+  run.cause_kind = row.text(15);
+  run.cause = row.text(16);
   return run;
 }
 
 constexpr const char* k_stage_run_columns =
     "s.run_id, r.started, r.status, s.stage, s.lane, s.status, s.outcome, s.seconds, "
-    "s.attempts, s.verdicts, s.compile_requests, s.compile_hits, s.idle_tail_seconds, s.clipped";
+    "s.attempts, s.verdicts, s.compile_requests, s.compile_hits, s.idle_tail_seconds, s.clipped, "
+    "s.kind, s.cause_kind, s.cause";
 
-/// Green builds of the stage with this outcome ("": any) in runs before `before` ("" for all),
+/// Green builds of the stage of this kind ("": any) in runs before `before` ("" for all),
 /// newest first.
 std::vector<double> green_seconds(sqlite3* db, const std::string& stage, const std::string& lane,
-                                  const std::string& outcome, const std::string& before,
-                                  int limit) {
+                                  const std::string& kind, const std::string& before, int limit) {
   Statement q(db, "SELECT s.seconds FROM stages s WHERE s.stage = ?1 AND s.lane = ?2 AND "
-                  "s.status = 'ok' AND (?3 = '' OR s.outcome = ?3) AND (?4 = '' OR s.run_id < ?4) "
+                  "s.status = 'ok' AND (?3 = '' OR s.kind = ?3) AND (?4 = '' OR s.run_id < ?4) "
                   "ORDER BY s.run_id DESC LIMIT ?5");
-  q.bind(1, stage).bind(2, lane).bind(3, outcome).bind(4, before).bind(5, limit);
+  q.bind(1, stage).bind(2, lane).bind(3, kind).bind(4, before).bind(5, limit);
   std::vector<double> seconds;
   while (q.step()) {
     seconds.push_back(q.real(0));
@@ -201,7 +207,53 @@ std::string describe_regression(const Regression& r) {
                      r.lane.empty() ? "" : r.lane + "/", r.stage, short_duration(r.seconds),
                      r.median_seconds > 0 ? (r.seconds / r.median_seconds - 1) * 100 : 0.0,
                      r.seconds - r.median_seconds, short_duration(r.median_seconds),
-                     r.baseline_runs, r.outcome.empty() ? "" : r.outcome);
+                     r.baseline_runs, r.kind.empty() ? r.outcome : r.kind);
+}
+
+std::string build_kind(const std::string& outcome, const std::string& cause_kind,
+                       int steps_cached) {
+  if (outcome == "reused") {
+    return "cached";
+  }
+  if (outcome != "built") {
+    return {};
+  }
+  if (cause_kind.empty()) {
+    return steps_cached == 0 ? "full" : "partial";
+  }
+  return cause_kind == "new" || cause_kind == "cold" || cause_kind == "cache-bypassed" ? "full"
+                                                                                       : "partial";
+}
+
+std::vector<CauseCost> History::top_causes(int runs) const {
+  Statement q(m_db, "SELECT s.root, s.lane, s.root_kind, s.seconds, s.run_id, s.root_cause "
+                    "FROM stages s WHERE s.outcome = 'built' AND s.root != '' AND s.run_id IN "
+                    "(SELECT run_id FROM runs ORDER BY run_id DESC LIMIT ?1) "
+                    "ORDER BY s.run_id DESC");
+  q.bind(1, runs);
+  std::map<std::tuple<std::string, std::string, std::string>, CauseCost> costs;
+  std::map<std::tuple<std::string, std::string, std::string>, std::set<std::string>> seen_runs;
+  while (q.step()) {
+    auto key = std::make_tuple(q.text(0), q.text(1), q.text(2));
+    CauseCost& c = costs[key];
+    if (c.root.empty()) {
+      c.root = q.text(0);
+      c.lane = q.text(1);
+      c.kind = q.text(2);
+      c.summary = q.text(5); // the newest run's, rows coming newest first
+    }
+    ++c.builds;
+    c.seconds += q.real(3);
+    seen_runs[key].insert(q.text(4));
+  }
+  std::vector<CauseCost> out;
+  for (auto& [key, c] : costs) {
+    c.runs = static_cast<int>(seen_runs[key].size());
+    out.push_back(c);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const CauseCost& a, const CauseCost& b) { return a.seconds > b.seconds; });
+  return out;
 }
 
 History::History(sqlite3* db) : m_db(db) {}
@@ -236,14 +288,20 @@ tl::expected<History, std::string> History::open(const std::filesystem::path& re
   if (auto made = exec(db, k_tables); !made) {
     return fail(made.error());
   }
-  Statement version(db, "SELECT value FROM meta WHERE key = 'schema'");
-  if (!version.step()) {
-    if (!version.error().empty()) {
+  std::optional<std::string> schema;
+  {
+    // Finished before any change below: a table a statement still reads cannot be dropped.
+    Statement version(db, "SELECT value FROM meta WHERE key = 'schema'");
+    if (version.step()) {
+      schema = version.text(0);
+    } else if (!version.error().empty()) {
       return fail(version.error());
     }
+  }
+  if (!schema) {
     Statement set(db, "INSERT INTO meta(key, value) VALUES('schema', ?1)");
     set.bind(1, std::to_string(k_history_schema)).step();
-  } else if (version.text(0) != std::to_string(k_history_schema)) {
+  } else if (*schema != std::to_string(k_history_schema)) {
     auto dropped = exec(db, "DROP TABLE runs; DROP TABLE stages; DELETE FROM meta;");
     if (!dropped) {
       return fail(dropped.error());
@@ -292,6 +350,24 @@ tl::expected<void, std::string> History::index_run(const std::filesystem::path& 
   for (const auto& [key, a] : analysed) {
     idle_total += a.idle_tail_seconds;
     clipped_any = clipped_any || a.clipped;
+  }
+
+  // Each built stage's first cause, followed through rebuilt parents to the stage it started at.
+  struct Root {
+    std::string stage;
+    Cause cause;
+  };
+  std::map<std::string, Root> roots;
+  if (auto explained = explain_run(run_dir, nullptr)) {
+    std::map<std::string, const RootCost*> by_root;
+    for (const auto& r : explained->roots) {
+      by_root[r.stage] = &r;
+    }
+    for (const auto& e : explained->stages) {
+      if (auto r = by_root.find(e.root); r != by_root.end()) {
+        roots[e.stage] = {r->second->stage, r->second->cause};
+      }
+    }
   }
 
   if (auto begun = exec(m_db, "BEGIN IMMEDIATE"); !begun) {
@@ -361,7 +437,8 @@ tl::expected<void, std::string> History::index_run(const std::filesystem::path& 
         }
       }
       Statement row(m_db, "INSERT OR REPLACE INTO stages VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-                          "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)");
+                          "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, "
+                          "?23)");
       row.bind(1, run_id)
           .bind(2, name)
           .bind(3, lane)
@@ -386,6 +463,20 @@ tl::expected<void, std::string> History::index_run(const std::filesystem::path& 
             .bind(17, a->second.warnings);
       } else {
         row.bind_null(15).bind(16, clipped).bind_null(17);
+      }
+      const std::string outcome = json_field<std::string>(s, "outcome", "");
+      const Json cause = s.value("cause", Json());
+      const std::string cause_kind =
+          cause.is_object() ? json_field<std::string>(cause, "kind", "") : std::string();
+      row.bind(18, build_kind(outcome, cause_kind, steps_cached))
+          .bind(19, cause_kind)
+          .bind(20, cause.is_object() ? json_field<std::string>(cause, "summary", "") : "");
+      if (auto root = roots.find(json_field<std::string>(s, "name", "")); root != roots.end()) {
+        row.bind(21, root->second.stage)
+            .bind(22, root->second.cause.kind)
+            .bind(23, root->second.cause.summary);
+      } else {
+        row.bind(21, std::string()).bind(22, std::string()).bind(23, std::string());
       }
       clipped_any = clipped_any || clipped;
       row.step();
@@ -486,25 +577,27 @@ std::vector<Regression> History::regressions(const std::string& run_id,
   std::vector<Regression> found;
   while (q.step()) {
     StageRun now = stage_run_of(q);
-    std::vector<double> before =
-        green_seconds(m_db, now.stage, now.lane, now.outcome, run_id, rule.baseline_runs);
-    if (before.empty()) {
+    if (now.kind.empty()) {
       continue;
+    }
+    std::vector<double> before =
+        green_seconds(m_db, now.stage, now.lane, now.kind, run_id, rule.baseline_runs);
+    if (before.size() < static_cast<size_t>(k_min_baseline)) {
+      continue; // one or two earlier builds say nothing of what is usual
     }
     double typical = median(before);
     if (now.seconds > typical * (1 + rule.percent / 100) && now.seconds > typical + rule.seconds) {
       found.push_back({run_id, now.stage, now.lane, now.outcome, now.seconds, typical,
-                       static_cast<int>(before.size())});
+                       static_cast<int>(before.size()), now.kind});
     }
   }
   return found;
 }
 
 std::optional<double> History::expected_seconds(const std::string& stage, const std::string& lane,
-                                                const std::string& before,
-                                                int baseline_runs) const {
-  // Whatever the builds were: a stage the cache usually serves is expected to be served again.
-  std::vector<double> seconds = green_seconds(m_db, stage, lane, "", before, baseline_runs);
+                                                const std::string& before, int baseline_runs,
+                                                const std::string& kind) const {
+  std::vector<double> seconds = green_seconds(m_db, stage, lane, kind, before, baseline_runs);
   if (seconds.empty()) {
     return std::nullopt;
   }
@@ -513,13 +606,14 @@ std::optional<double> History::expected_seconds(const std::string& stage, const 
 
 EtaError History::eta_error(const std::string& run_id) const {
   EtaError error;
-  Statement q(m_db, "SELECT stage, lane, seconds FROM stages WHERE run_id = ?1 AND status = 'ok' "
-                    "ORDER BY rowid");
+  Statement q(m_db, "SELECT stage, lane, seconds, kind FROM stages WHERE run_id = ?1 AND "
+                    "status = 'ok' ORDER BY rowid");
   q.bind(1, run_id);
   double percent_sum = 0;
   double seconds_sum = 0;
   while (q.step()) {
-    std::optional<double> expected = expected_seconds(q.text(0), q.text(1), run_id);
+    // Against builds of the same kind, as the run's ETA was once its judge said which.
+    std::optional<double> expected = expected_seconds(q.text(0), q.text(1), run_id, 10, q.text(3));
     if (!expected) {
       continue;
     }
@@ -585,9 +679,9 @@ int History::prune(int keep) {
 namespace {
 
 Json regression_json(const Regression& r) {
-  return {{"run_id", r.run_id},     {"stage", r.stage},     {"lane", r.lane},
-          {"outcome", r.outcome},   {"seconds", r.seconds}, {"median_seconds", r.median_seconds},
-          {"runs", r.baseline_runs}};
+  return {{"run_id", r.run_id},      {"stage", r.stage},     {"lane", r.lane},
+          {"outcome", r.outcome},    {"seconds", r.seconds}, {"median_seconds", r.median_seconds},
+          {"runs", r.baseline_runs}, {"kind", r.kind}};
 }
 
 } // namespace
@@ -654,7 +748,10 @@ Json history_json(const History& history, const std::string& stage, const std::s
            {"compile_requests", r.compile_requests < 0 ? Json() : Json(r.compile_requests)},
            {"compile_hits", r.compile_hits < 0 ? Json() : Json(r.compile_hits)},
            {"idle_tail_seconds", r.idle_tail_seconds < 0 ? Json() : Json(r.idle_tail_seconds)},
-           {"clipped", r.clipped}});
+           {"clipped", r.clipped},
+           {"kind", r.kind},
+           {"cause_kind", r.cause_kind},
+           {"cause", r.cause}});
       if (r.green() && green.size() < static_cast<size_t>(rule.baseline_runs)) {
         green.push_back(r.seconds);
       }

@@ -21,6 +21,16 @@ struct RegressionRule {
   int baseline_runs = 10;
 };
 
+/// How many earlier green builds of the same kind a regression is judged against at least: one
+/// or two earlier builds say nothing of what is usual.
+constexpr int k_min_baseline = 3;
+
+/// What kind of build a stage's was, so that a build is only ever compared with builds of its
+/// kind: `cached` (every step served from the cache), `full` (every step ran: its first build,
+/// a cold cache, the cache bypassed), `partial` (from the step an input changed at); "" for a
+/// stage that did not build. A manifest without causes: `full` when no step was cached.
+std::string build_kind(const std::string& outcome, const std::string& cause_kind, int steps_cached);
+
 /// A run history keeps at least this many runs unless told otherwise (`kiln history prune`).
 constexpr int k_history_keep_default = 1000;
 
@@ -40,6 +50,9 @@ struct StageRun {
   long compile_hits = -1;
   double idle_tail_seconds = -1; // -1: unknown (the run's logs were not analysed)
   bool clipped = false;
+  std::string kind;       // build_kind()
+  std::string cause_kind; // the cause of a build that ran steps (docs/explain.md), "" otherwise
+  std::string cause;      // its summary
   bool green() const { return status == "ok"; }
 };
 
@@ -51,6 +64,19 @@ struct Regression {
   double seconds = 0;
   double median_seconds = 0;
   int baseline_runs = 0; // green builds the median was taken over
+  std::string kind;      // build_kind(): the median is of builds of this kind
+};
+
+/// What one first cause of rebuilds cost over the runs asked about: the stage it started at and
+/// its kind, with the newest summary of it.
+struct CauseCost {
+  std::string root; // the stage whose own cause it is, as the run names it (`<lane>/<stage>`)
+  std::string lane;
+  std::string kind;
+  std::string summary; // the newest
+  int runs = 0;
+  int builds = 0; // stage builds it caused, its own included
+  double seconds = 0;
 };
 
 struct EtaError {
@@ -94,16 +120,20 @@ public:
   /// The run ids, newest first.
   std::vector<std::string> runs() const;
 
-  /// What took longer than the rule allows in `run_id`, each against green builds of the same
-  /// outcome (a build that ran steps against those that ran steps, a cached one against cached
-  /// ones) in runs before it.
+  /// What took longer than the rule allows in `run_id`, each against at least k_min_baseline
+  /// green builds of its kind (build_kind()) in runs before it: a `--no-cache` or cold build is
+  /// never judged against builds the cache served.
   std::vector<Regression> regressions(const std::string& run_id, const RegressionRule& rule) const;
 
-  /// What a build of the stage is expected to take: the median of its last green builds, cached
-  /// or not, in runs before `before` ("": all). nullopt when it never went green.
+  /// What a build of the stage is expected to take: the median of its last green builds of
+  /// `kind` (build_kind(); "": of any kind) in runs before `before` ("": all). nullopt when
+  /// there is none.
   std::optional<double> expected_seconds(const std::string& stage, const std::string& lane,
-                                         const std::string& before = "",
-                                         int baseline_runs = 10) const;
+                                         const std::string& before = "", int baseline_runs = 10,
+                                         const std::string& kind = "") const;
+
+  /// The first causes that cost the most build time over the newest `runs` runs, most first.
+  std::vector<CauseCost> top_causes(int runs) const;
 
   /// How far the ETAs of `run_id`'s green stages were from what they took: each stage's
   /// expected_seconds() before the run against its seconds.

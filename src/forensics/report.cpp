@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "driver/records.h" // the manifest schema: the report reads the one kiln writes
+#include "explain/run_explain.h"
 #include "forensics/history.h"
 #include "forensics/log_analysis.h"
 #include "util/fs.h"
@@ -1019,6 +1020,48 @@ void analysis_section(std::string& out, const Json& a) {
   out += "</section>\n";
 }
 
+void causes_section(std::string& out, const Json& ex) {
+  out += "<section id=\"causes\"><h2>Why stages rebuilt</h2>\n";
+  std::string rows;
+  for (const Json& s : array_field(ex, "stages")) {
+    if (text_field(s, "outcome") != "built") {
+      continue;
+    }
+    // A run recorded before kiln kept causes has builds without one.
+    const Json unrecorded = {{"kind", "unrecorded"}, {"summary", "the run recorded no cause"}};
+    const Json& cause = field(s, "cause").is_object() ? field(s, "cause") : unrecorded;
+    fmt::format_to(
+        std::back_inserter(rows),
+        "<tr data-stage=\"{0}\" data-cause=\"{1}\" data-root=\"{2}\" "
+        "data-line=\"{3}\"><td>{0}</td><td class=\"num\">{4:.1f}</td><td>{1}</td>"
+        "<td class=\"num\">{5}</td><td>{6}</td><td>{2}</td></tr>\n",
+        esc(text_field(s, "stage")), esc(text_field(cause, "kind")), esc(text_field(s, "root")),
+        esc(scalar_text(field(cause, "line"))), number_field(s, "seconds").value_or(0),
+        number_field(cause, "line").value_or(0) > 0 ? esc(scalar_text(field(cause, "line")))
+                                                    : std::string("-"),
+        esc(clipped(text_field(cause, "summary"))));
+  }
+  if (rows.empty()) {
+    out += "<p class=\"none causes\">No stage built: every stage that ended ok was served from "
+           "the cache.</p>\n";
+  } else {
+    out += "<table class=\"causes\"><thead><tr><th>stage</th><th>seconds</th><th>cause</th>"
+           "<th>line</th><th>first difference from its last good build</th><th>started by</th>"
+           "</tr></thead><tbody>\n" +
+           rows + "</tbody></table>\n<ul class=\"cause-costs\">";
+    for (const Json& r : array_field(ex, "roots")) {
+      fmt::format_to(std::back_inserter(out),
+                     "<li data-root=\"{0}\" data-seconds=\"{1:.3f}\" data-builds=\"{2}\">"
+                     "<b>{0}</b>: {3}: {1:.1f}s across {2} stage(s)</li>",
+                     esc(text_field(r, "stage")), number_field(r, "seconds").value_or(0),
+                     array_field(r, "stages").size(),
+                     esc(clipped(text_field(field(r, "cause"), "summary"))));
+    }
+    out += "</ul>\n";
+  }
+  out += "</section>\n";
+}
+
 void regressions_section(std::string& out, const Json& h) {
   out += "<section id=\"regressions\"><h2>Against earlier runs</h2>\n";
   const Json& rows = array_field(h, "regressions");
@@ -1157,6 +1200,9 @@ std::string render_report(const ReportInput& in) {
   if (in.analysis) {
     out += "<a href=\"#analysis\">log analysis</a>";
   }
+  if (in.explanation) {
+    out += "<a href=\"#causes\">rebuild causes</a>";
+  }
   if (in.history) {
     out += "<a href=\"#regressions\">regressions</a>";
   }
@@ -1165,6 +1211,9 @@ std::string render_report(const ReportInput& in) {
   resource_chart(out, t, in);
   stages_table(out, t);
   cache_table(out, t);
+  if (in.explanation) {
+    causes_section(out, *in.explanation);
+  }
   attempts_table(out, t);
   gates_table(out, m, t);
   if (in.analysis) {
@@ -1210,6 +1259,9 @@ tl::expected<ReportInput, std::string> read_run_record(const std::filesystem::pa
     in.analysis = forensics::to_json(*analysis);
   }
   in.history = run_history_json(run_dir);
+  if (auto explained = explain_run(run_dir, nullptr)) {
+    in.explanation = explanation_json(*explained);
+  }
   return in;
 }
 

@@ -21,6 +21,9 @@ struct ReportInput {
   std::string resources_note;             // why `resources` is empty, shown in its place
   std::optional<nlohmann::json> analysis; // the log analysis (kiln logs analyze --format json)
   std::optional<nlohmann::json> history;  // {"regressions": [...], "eta_error": ...}
+  /// Why each stage that built was not reused (explain/run_explain.h's explanation_json);
+  /// absent for a run recorded before kiln kept causes.
+  std::optional<nlohmann::json> explanation;
 };
 
 /// One self-contained HTML page: inline style and SVG, no script, nothing fetched to view it.

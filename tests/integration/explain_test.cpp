@@ -127,6 +127,15 @@ TEST(Explain, EachEditOfTheDemoChainIsPredictedThenNamedAsTheCause) {
   // The cost is the edit's: libs and what it dragged along.
   KilnResult tty = dir.kiln({"explain", "--chain", "chain.toml"}, nullptr, env);
   EXPECT_NE(tty.output.find("across 3 stage(s)"), std::string::npos) << tty.output;
+  // The report draws the same, as a browser renders it.
+  KilnResult report = dir.kiln({"report", "latest", "--records", "records", "-o", "r.html"});
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  std::string dom = rendered_dom(dir, dir.path() / "r.html");
+  EXPECT_NE(dom.find("data-stage=\"libs\" data-cause=\"context-changed\" data-root=\"libs\""),
+            std::string::npos);
+  EXPECT_NE(dom.find("data-stage=\"final\" data-cause=\"parent-rebuilt\" data-root=\"libs\""),
+            std::string::npos);
+  EXPECT_NE(dom.find("<li data-root=\"libs\""), std::string::npos);
 
   // A pin overridden on the command line.
   Prediction arg = predict(dir, env, {"--build-arg", "TOOLCHAIN_VERSION=9"});
@@ -165,6 +174,23 @@ TEST(Explain, EachEditOfTheDemoChainIsPredictedThenNamedAsTheCause) {
   std::string evidence = colder["base"]["detail"]["evidence"].dump();
   EXPECT_NE(evidence.find("gone from buildah's store"), std::string::npos) << evidence;
   EXPECT_NE(evidence.find("kiln disk reclaim at"), std::string::npos) << evidence;
+
+  // The history adds up what each first cause cost over these runs.
+  KilnResult causes =
+      dir.kiln({"history", "--causes", "--chain", "chain.toml", "--format", "json"}, nullptr, env);
+  ASSERT_EQ(causes.exit_code, 0) << causes.output;
+  std::set<std::string> seen;
+  const json costs = parsed(causes);
+  for (const auto& c : costs["causes"]) {
+    seen.insert(c["root"].get<std::string>() + " " + c["kind"].get<std::string>());
+    if (c["root"] == "libs" && c["kind"] == "context-changed") {
+      EXPECT_EQ(c["builds"], 3) << c.dump(); // libs, final, smoke
+      EXPECT_EQ(c["runs"], 1) << c.dump();
+    }
+  }
+  EXPECT_TRUE(seen.count("libs context-changed") > 0) << causes.output;
+  EXPECT_TRUE(seen.count("toolchain build-arg-changed") > 0) << causes.output;
+  EXPECT_TRUE(seen.count("base cold") > 0) << causes.output;
 }
 
 TEST(Explain, OnBuildkitABuildArgNamesItsOldAndNewValueAndItsDependantsTheirParent) {

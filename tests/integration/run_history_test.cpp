@@ -45,7 +45,7 @@ TEST(RunHistory, AStageSlowedOnPurposeIsFlaggedAtTheEndOfTheRunAndInTheHistory) 
   auto flagged = slow.output.find("regression: stage libs took ");
   ASSERT_NE(flagged, std::string::npos) << slow.output;
   EXPECT_NE(slow.output.find("over the median", flagged), std::string::npos) << slow.output;
-  EXPECT_NE(slow.output.find("of its last 3 green built builds", flagged), std::string::npos)
+  EXPECT_NE(slow.output.find("of its last 3 green full builds", flagged), std::string::npos)
       << slow.output;
   EXPECT_NE(dir.read("records/runs/" + run_id + "/driver.log").find("regression: stage libs"),
             std::string::npos);
