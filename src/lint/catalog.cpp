@@ -37,6 +37,17 @@ constexpr std::array k_rules = {
              "a RUN compiles without mounting the kiln-budget secret: its job count ignores the "
              "run's budget",
              "", Severity::warning},
+    RuleInfo{"arg-rekeys-steps", "",
+             "a version pin is declared (ARG or ENV) above RUNs that never read it: each bump "
+             "rebuilds them",
+             "", Severity::warning},
+    RuleInfo{"pins-in-one-env", "",
+             "several version pins set in one ENV: a bump of any rebuilds the steps of all", "",
+             Severity::warning},
+    RuleInfo{"unpinned-fetch", "",
+             "a RUN fetches a moving ref (a latest release, a branch head): the same line can "
+             "build differently",
+             "", Severity::warning},
     KILN_BUILDKIT_RULE("stage-name-casing", "StageNameCasing", "Stage names should be lowercase",
                        Severity::warning),
     KILN_BUILDKIT_RULE("from-as-casing", "FromAsCasing",
