@@ -55,6 +55,12 @@ StageVerdict RebuildJudge::judge(const Stage& stage, const BuildRequest& request
   v.now = collect_inputs(m_chain, stage, request, sources);
   v.now.engine = m_engine.name();
   v.now.worker = worker;
+  v.image = stage_context(m_chain, stage);
+  // What each image from outside the chain resolves to now, as far as the engine can tell
+  // before the build (buildah: the image under that name in its store).
+  for (auto& [ref, digest] : v.now.bases) {
+    digest = m_engine.external_image_digest(ref, v.image);
+  }
   auto before = read_inputs(inputs_file(m_chain.records, stage.name));
   if (!before) {
     v.problem = before.error();
@@ -64,10 +70,9 @@ StageVerdict RebuildJudge::judge(const Stage& stage, const BuildRequest& request
   if (v.before) {
     v.evidence.reclaims = reclaims_since(m_chain.records, v.before->ended);
     // Asked only when nothing else says it rebuilds.
-    NamedContext image = stage_context(m_chain, stage);
     if (!rebuild_cause(v.now, &*v.before, v.evidence) && !v.before->image.empty() &&
-        !m_engine.holds_stage_image(image, v.before->image)) {
-      std::string held = m_engine.stage_image_identity(image);
+        !m_engine.holds_stage_image(v.image, v.before->image)) {
+      std::string held = m_engine.stage_image_identity(v.image);
       v.evidence.image_gone =
           held.empty() ? fmt::format("the image of run {} ({}) is gone from {}'s store",
                                      v.before->run_id, short_image(v.before->image),
@@ -120,6 +125,12 @@ std::optional<Cause> RebuildJudge::ended_ok(StageVerdict& v, const std::string& 
   v.now.run_id = run_folder.filename().string();
   v.now.image = image;
   v.now.ended = ended;
+  // What the build itself resolved each outside image to (BuildKit says it in its metadata).
+  for (auto& [ref, digest] : v.now.bases) {
+    if (std::string resolved = m_engine.external_image_digest(ref, v.image); !resolved.empty()) {
+      digest = resolved;
+    }
+  }
   std::optional<Cause> cause;
   if (outcome == "built") {
     v.evidence.import_dropped = import_dropped;

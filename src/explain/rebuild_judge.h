@@ -14,6 +14,7 @@ namespace kiln {
 
 /// One stage's inputs as its build starts, beside those of its last build that ended ok.
 struct StageVerdict {
+  NamedContext image; // how the engine names the stage's image
   StageInputs now;
   std::optional<StageInputs> before;
   CacheEvidence evidence;

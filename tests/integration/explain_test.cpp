@@ -193,6 +193,32 @@ TEST(Explain, EachEditOfTheDemoChainIsPredictedThenNamedAsTheCause) {
   EXPECT_TRUE(seen.count("base cold") > 0) << causes.output;
 }
 
+TEST(Explain, ABaseImageFromOutsideTheChainThatMovedIsNamedWithBothDigests) {
+  ChainDir dir;
+  std::string base = "localhost/explain-" + dir.nonce() + ":1";
+  dir.build_image(std::string(k_base_dockerfile) + "RUN echo one > /marker\n", base);
+  dir.write("app.Dockerfile", "FROM " + base + "\nRUN echo app > /app\n");
+  dir.write("chain.toml", "[chain]\nname = \"exb" + dir.nonce() + "\"\n\n[[stage]]\n"
+                          "name = \"app\"\ndockerfile = \"app.Dockerfile\"\n");
+  ASSERT_EQ(dir.kiln({"run", "chain.toml"}).exit_code, 0);
+  EXPECT_TRUE(predict(dir, {}).rebuild.empty()) << "nothing moved yet";
+
+  // The same tag now names another image: what a registry's moving tag does to a pull.
+  dir.build_image(std::string(k_base_dockerfile) + "RUN echo two > /marker\n", base);
+  Prediction moved = predict(dir, {});
+  EXPECT_EQ(moved.rebuild, (std::set<std::string>{"app"}));
+  ASSERT_EQ(dir.kiln({"run", "chain.toml"}).exit_code, 0);
+  auto built = built_causes(dir, {});
+  ASSERT_EQ(built.size(), 1u);
+  const json& cause = built["app"];
+  EXPECT_EQ(cause["kind"], "base-moved") << cause.dump();
+  EXPECT_EQ(cause["line"], 1);
+  EXPECT_EQ(cause["detail"]["ref"], base);
+  EXPECT_TRUE(cause["detail"]["old"].get<std::string>().starts_with("sha256:"));
+  EXPECT_NE(cause["detail"]["old"], cause["detail"]["new"]);
+  ChainDir::remove_image(base);
+}
+
 TEST(Explain, OnBuildkitABuildArgNamesItsOldAndNewValueAndItsDependantsTheirParent) {
   ChainDir dir;
   dir.copy_demo_for_replay();
