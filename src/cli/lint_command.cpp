@@ -6,6 +6,7 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <system_error>
 #include <thread>
 
@@ -57,6 +58,7 @@ int lint_command(const LintArgs& args) {
   // The chain's own Dockerfiles, as its loader read and parsed them: not read twice.
   std::vector<const DockerfileSource*> sources;
   std::vector<std::string> contexts; // of each chain Dockerfile: its first stage's context
+  std::vector<int> platforms;        // of each chain Dockerfile: how many its lanes build for
   std::optional<Chain> chain;
   if (!args.chain_file.empty()) {
     chain = load_chain_or_report(args.chain_file, "", "nothing was linted");
@@ -69,6 +71,15 @@ int lint_command(const LintArgs& args) {
         sources.push_back(stage->dockerfile_source.get());
         files.push_back(sources.back()->path.string());
         contexts.push_back(stage->context.string());
+        std::set<std::string> built_for;
+        for (const Stage& other : chain->stages) {
+          const Lane* lane = chain->find_lane(other.lane);
+          if (other.dockerfile_source == stage->dockerfile_source && lane != nullptr &&
+              !lane->platform.empty()) {
+            built_for.insert(lane->platform);
+          }
+        }
+        platforms.push_back(static_cast<int>(built_for.size()));
       }
     }
   } else if (files.empty()) {
@@ -121,12 +132,13 @@ int lint_command(const LintArgs& args) {
         std::string_view source_text;
         if (!sources.empty()) {
           source_text = sources[i]->text;
-          if (contexts[i].empty()) {
+          if (contexts[i].empty() && platforms[i] < 2) {
             slot.result = lint_parsed(files[i], source_text, sources[i]->parsed, options);
           } else {
-            LintOptions in_context = options;
-            in_context.context_dir = contexts[i];
-            slot.result = lint_parsed(files[i], source_text, sources[i]->parsed, in_context);
+            LintOptions in_chain = options;
+            in_chain.context_dir = contexts[i].empty() ? options.context_dir : contexts[i];
+            in_chain.platforms = platforms[i];
+            slot.result = lint_parsed(files[i], source_text, sources[i]->parsed, in_chain);
           }
         } else if (auto read = read_file_into(files[i], text); !read) {
           // read_file's reading, into one buffer per thread instead of one per file.

@@ -44,6 +44,10 @@ constexpr std::array k_rules = {
     RuleInfo{"pins-in-one-env", "",
              "several version pins set in one ENV: a bump of any rebuilds the steps of all", "",
              Severity::warning},
+    RuleInfo{"cache-mount-unkeyed", "",
+             "a cache mount keyed by a fixed id in a file built for several platforms: they "
+             "share it",
+             "", Severity::warning},
     RuleInfo{"unpinned-fetch", "",
              "a RUN fetches a moving ref (a latest release, a branch head): the same line can "
              "build differently",

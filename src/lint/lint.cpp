@@ -340,6 +340,7 @@ LintResult lint_parsed(const std::string& file_name, std::string_view text, cons
     check_arg_rekeys_steps(ctx, findings);
     check_pins_in_one_env(ctx, findings);
     check_unpinned_fetch(ctx, findings);
+    check_cache_mount_unkeyed(ctx, findings);
     check_stage_names(ctx, findings);
     check_instruction_casing(ctx, findings);
     check_legacy_syntax(ctx, findings);

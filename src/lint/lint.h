@@ -41,6 +41,9 @@ struct LintOptions {
   std::optional<std::string> dockerignore;
   bool read_dockerignore = true;
   std::string context_dir;
+  /// How many platforms a chain builds the file for (its lanes'): a cache mount they share
+  /// mixes what each platform's toolchain wrote (cache-mount-unkeyed).
+  int platforms = 1;
 };
 
 /// The built-in options with what a chain's [gates] table adds or replaces.

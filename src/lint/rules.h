@@ -137,6 +137,7 @@ void check_compile_without_budget(const LintContext& ctx, std::vector<LintFindin
 void check_arg_rekeys_steps(const LintContext& ctx, std::vector<LintFinding>& out);
 void check_pins_in_one_env(const LintContext& ctx, std::vector<LintFinding>& out);
 void check_unpinned_fetch(const LintContext& ctx, std::vector<LintFinding>& out);
+void check_cache_mount_unkeyed(const LintContext& ctx, std::vector<LintFinding>& out);
 void check_whole_dir_mount(const LintContext& ctx, std::vector<LintFinding>& out);
 void check_wget_progress(const LintContext& ctx, std::vector<LintFinding>& out);
 

@@ -495,5 +495,20 @@ TEST(LintUndefinedVar, SuggestionsStayWithinTheirBudget) {
   EXPECT_EQ(result.findings.back().message.find("did you mean"), std::string::npos);
 }
 
+TEST(Lint, ACacheMountOfAFileTheChainBuildsForSeveralPlatformsMustBeKeyedByIt) {
+  // Nothing in the file says it builds for several platforms: the chain's lanes do.
+  const std::string text = "FROM debian:12\nRUN --mount=type=cache,target=/root/.cache/pip pip "
+                           "wheel -r r.txt\n";
+  LintOptions options = test_options();
+  options.warnings = true;
+  EXPECT_TRUE(lint_dockerfile("Dockerfile", text, options).findings.empty());
+  options.platforms = 2;
+  auto result = lint_dockerfile("Dockerfile", text, options);
+  ASSERT_EQ(result.findings.size(), 1u);
+  EXPECT_EQ(result.findings[0].rule, "cache-mount-unkeyed");
+  EXPECT_NE(result.findings[0].message.find("(2 in the chain's lanes)"), std::string::npos)
+      << result.findings[0].message;
+}
+
 } // namespace
 } // namespace kiln
