@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "util/image_ref.h"
 #include "util/strings.h"
 #include "util/time.h"
 
@@ -22,14 +23,6 @@ size_t terminal_width(std::FILE* out) {
     return size.ws_col;
   }
   return 100;
-}
-
-/// The first 12 hex digits, as `docker images` shows ids; a digest loses its `sha256:`.
-std::string short_id(std::string_view id) {
-  if (id.starts_with("sha256:")) {
-    id.remove_prefix(7);
-  }
-  return std::string(id.substr(0, 12));
 }
 
 /// The compile cache's hit rate over the compiles of the stage's last build, "-" without any.
@@ -326,7 +319,7 @@ void Console::summary(const RunRecord& run, const std::filesystem::path& run_dir
     rows.push_back({s.name + (critical ? " *" : ""), s.outcome.empty() ? s.status : s.outcome,
                     std::to_string(s.attempts.size()), fmt::format("{:.1f}", s.seconds),
                     s.jobs > 0 ? std::to_string(s.jobs) : "-", compile_hits(s), smoke_counts(s),
-                    s.image_id.empty() ? "-" : short_id(s.image_id)});
+                    s.image_id.empty() ? "-" : short_image_id(s.image_id)});
     if (placed) {
       rows.back().push_back(s.worker.empty() ? "-" : fmt::format("{} ({})", s.worker, s.placement));
     }

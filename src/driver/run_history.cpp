@@ -8,6 +8,11 @@
 
 namespace kiln {
 
+HistoryKey history_key(const Chain& chain, const Stage& stage) {
+  // The manifest names a lane only with [[lane]] tables.
+  return {stage.known_as(), chain.lanes.empty() ? std::string() : stage.lane};
+}
+
 std::optional<double> StageEta::of(const std::string& kind) const {
   auto it = by_kind.find(kind);
   return it != by_kind.end() ? std::optional<double>(it->second) : any;
@@ -19,18 +24,17 @@ RunForecast forecast_run(const Chain& chain, const std::vector<const Stage*>& st
   if (history) {
     history->sync(chain.records);
     for (const Stage* stage : stages) {
-      // The manifest names a lane only with [[lane]] tables; a lone `lane` is a cache slug's.
-      std::string lane = chain.lanes.empty() ? std::string() : stage->lane;
-      if (auto seconds = history->expected_seconds(stage->known_as(), lane)) {
+      const auto [name, lane] = history_key(chain, *stage);
+      if (auto seconds = history->expected_seconds(name, lane)) {
         StageEta& eta = forecast.etas[stage->name];
         eta.any = *seconds;
         for (const char* kind : {"cached", "partial", "full"}) {
-          if (auto of_kind = history->expected_seconds(stage->known_as(), lane, "", 10, kind)) {
+          if (auto of_kind = history->expected_seconds(name, lane, "", 10, kind)) {
             eta.by_kind[kind] = *of_kind;
           }
         }
       }
-      if (history->last_run_clipped(stage->known_as(), lane)) {
+      if (history->last_run_clipped(name, lane)) {
         forecast.warnings.push_back(fmt::format(
             "warning: stage {}: the engine clipped its output in its last run, so that log "
             "misses lines for good; {}",

@@ -20,6 +20,14 @@ constexpr const char* k_lift_log_limit =
     "BUILDKIT_STEP_LOG_MAX_SPEED=-1 in its environment (1 GiB per stream, no rate limit) to "
     "keep a step's whole output";
 
+/// The names the run history files a stage's builds under: the name its Dockerfiles know it
+/// by, and its lane only with [[lane]] tables (a lone `lane` is a cache slug's).
+struct HistoryKey {
+  std::string stage;
+  std::string lane;
+};
+HistoryKey history_key(const Chain& chain, const Stage& stage);
+
 /// What a build of one stage is expected to take: the median of its last green builds of each
 /// kind (build_kind(): cached, partial, full) and of any kind.
 struct StageEta {

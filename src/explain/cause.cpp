@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "util/image_ref.h"
+
 namespace kiln {
 
 using json = nlohmann::json;
@@ -24,12 +26,12 @@ std::string shown_value(const ArgInput& arg) {
   return arg.value;
 }
 
+/// An identity in a summary: a dry run's stand-in for an image not built yet says so.
 std::string short_id(const std::string& id) {
   if (id.starts_with("<")) {
-    return "this run's build"; // a dry run's stand-in for an image not built yet
+    return "this run's build";
   }
-  std::string bare = id.starts_with("sha256:") ? id.substr(7) : id;
-  return bare.empty() ? "(none)" : bare.substr(0, 12);
+  return id.empty() ? "(none)" : short_image_id(id);
 }
 
 Cause at_step(const StepInput& step, std::string kind, const StageInputs& before) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "driver/build_request.h"
+#include "driver/run_history.h"
 #include "explain/rebuild_judge.h"
 #include "forensics/history.h"
 #include "util/strings.h"
@@ -43,12 +44,14 @@ bool rebuilt_parents_only_maybe(const StageVerdict& v) {
   return !rebuild_cause(as_before, &*v.before, v.evidence);
 }
 
-std::optional<double> rebuild_median(const History* history, const Stage& stage) {
+std::optional<double> rebuild_median(const History* history, const Chain& chain,
+                                     const Stage& stage) {
   if (history == nullptr) {
     return std::nullopt;
   }
+  const auto [name, lane] = history_key(chain, stage);
   std::vector<double> took;
-  for (const auto& run : history->stage_runs(stage.name, stage.lane, 50)) {
+  for (const auto& run : history->stage_runs(name, lane, 50)) {
     if (run.green() && run.outcome == "built" && took.size() < 10) {
       took.push_back(run.seconds);
     }
@@ -85,7 +88,7 @@ std::vector<PlannedStage> explain_plan(const Chain& chain, const Engine& engine,
     PlannedStage p{stage.name, stage.lane, "reuse", v.cause, std::nullopt};
     if (v.cause) {
       p.verdict = rebuilt_parents_only_maybe(v) ? "maybe" : "rebuild";
-      p.expected_seconds = rebuild_median(history ? &*history : nullptr, stage);
+      p.expected_seconds = rebuild_median(history ? &*history : nullptr, chain, stage);
     }
     if (p.verdict != "reuse") {
       handed[stage.name] = p.verdict == "maybe" ? k_maybe_rebuilt : k_rebuilt;

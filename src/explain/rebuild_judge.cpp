@@ -8,6 +8,7 @@
 #include "disk/reclaim_journal.h"
 #include "driver/build_request.h"
 #include "util/fs.h"
+#include "util/image_ref.h"
 
 namespace kiln {
 
@@ -21,11 +22,6 @@ void keep(const std::filesystem::path& file, const std::string& text) {
   std::error_code ec;
   std::filesystem::create_directories(file.parent_path(), ec);
   (void)write_file_atomic(file, text, Durability::rename_only);
-}
-
-/// An image id or digest as a sentence names it: 12 hex digits.
-std::string short_image(const std::string& id) {
-  return (id.starts_with("sha256:") ? id.substr(7) : id).substr(0, 12);
 }
 
 } // namespace
@@ -69,21 +65,22 @@ StageVerdict RebuildJudge::judge(const Stage& stage, const BuildRequest& request
   }
   if (v.before) {
     v.evidence.reclaims = reclaims_since(m_chain.records, v.before->ended);
-    // Asked only when nothing else says it rebuilds.
-    if (!rebuild_cause(v.now, &*v.before, v.evidence) && !v.before->image.empty() &&
-        !m_engine.holds_stage_image(v.image, v.before->image)) {
-      std::string held = m_engine.stage_image_identity(v.image);
-      v.evidence.image_gone =
-          held.empty() ? fmt::format("the image of run {} ({}) is gone from {}'s store",
-                                     v.before->run_id, short_image(v.before->image),
-                                     m_engine.name())
-                       : fmt::format("the stage's name in {}'s store holds {}, not the image "
-                                     "of run {} ({})",
-                                     m_engine.name(), short_image(held), v.before->run_id,
-                                     short_image(v.before->image));
-    }
   }
   v.cause = rebuild_cause(v.now, v.before ? &*v.before : nullptr, v.evidence);
+  // The store is asked only when nothing else says it rebuilds.
+  if (!v.cause && v.before && !v.before->image.empty() &&
+      !m_engine.holds_stage_image(v.image, v.before->image)) {
+    std::string held = m_engine.stage_image_identity(v.image);
+    v.evidence.image_gone =
+        held.empty()
+            ? fmt::format("the image of run {} ({}) is gone from {}'s store", v.before->run_id,
+                          short_image_id(v.before->image), m_engine.name())
+            : fmt::format("the stage's name in {}'s store holds {}, not the image of "
+                          "run {} ({})",
+                          m_engine.name(), short_image_id(held), v.before->run_id,
+                          short_image_id(v.before->image));
+    v.cause = cold_cause(v.now, *v.before, v.evidence);
+  }
   if (v.cause && v.cause->kind != "new" && v.cause->kind != "cache-bypassed" &&
       v.cause->kind != "cold") {
     if ((v.earlier = earlier_build(stage.name, v.now))) {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "driver/records.h"
 #include "explain/stage_inputs.h"
 #include "util/fs.h"
 #include "util/time.h"
@@ -18,7 +19,7 @@ namespace {
 
 tl::expected<json, std::string> read_manifest(const std::filesystem::path& run) {
   std::filesystem::path file = run / "manifest.json";
-  auto text = read_file(file, uint64_t{64} << 20);
+  auto text = read_file(file, k_manifest_read_limit);
   if (!text) {
     return tl::make_unexpected(text.error());
   }

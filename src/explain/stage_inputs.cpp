@@ -12,6 +12,7 @@
 #include "chain/plan.h"
 #include "dockerfile/external_refs.h"
 #include "dockerfile/mounts.h"
+#include "dockerfile/references.h"
 #include "dockerfile/source.h"
 #include "driver/shown_command.h"
 #include "explain/context_files.h"
@@ -25,36 +26,14 @@ using json = nlohmann::json;
 
 namespace {
 
-std::vector<std::string> words_of(const Instruction& ins) {
-  if (ins.json_form) {
-    return ins.args;
-  }
-  std::vector<std::string> words;
-  std::string_view rest = ins.args.empty() ? std::string_view() : ins.args[0];
-  while (!(rest = trim_space(rest)).empty()) {
-    size_t end = rest.find_first_of(" \t\n");
-    end = end == std::string_view::npos ? rest.size() : end;
-    words.emplace_back(rest.substr(0, end));
-    rest.remove_prefix(end);
-  }
-  return words;
-}
-
 /// The names in `in_scope` that `text` refers to as `$NAME` or `${NAME...`.
 std::vector<std::string> named_in(const std::string& text,
                                   const std::vector<std::string>& in_scope) {
+  std::vector<std::string_view> referred = referenced_names(text);
   std::vector<std::string> named;
   for (const auto& name : in_scope) {
-    for (size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
-      bool opened =
-          (at >= 1 && text[at - 1] == '$') || (at >= 2 && text.compare(at - 2, 2, "${") == 0);
-      size_t end = at + name.size();
-      bool closed = end == text.size() ||
-                    !(std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_');
-      if (opened && closed) {
-        named.push_back(name);
-        break;
-      }
+    if (std::find(referred.begin(), referred.end(), name) != referred.end()) {
+      named.push_back(name);
     }
   }
   return named;
@@ -229,7 +208,8 @@ StageInputs collect_inputs(const Chain& chain, const Stage& stage, const BuildRe
             step.parents[*parent] = sources.identity(*parent);
           }
         } else {
-          std::vector<std::string> words = words_of(ins);
+          std::vector<std::string> words =
+              ins.json_form ? ins.args : split_blank(ins.args.empty() ? "" : ins.args[0]);
           for (size_t w = 0; w + 1 < words.size(); ++w) {
             std::string source = expand_words(words[w], vars, df.escape).value;
             if (source.starts_with("<<")) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
+#include "dockerfile/references.h"
 #include "lint/rules.h"
 #include "util/strings.h"
 
@@ -16,23 +17,6 @@ namespace {
 bool is_pin_name(std::string_view name) {
   static const RE2 pin(R"((?i)(version|_ver|_tag|_ref|_rev|_sha|_commit)$)");
   return RE2::PartialMatch(name, pin);
-}
-
-/// The names `text` refers to as `$NAME` or `${NAME...`, in one pass.
-std::vector<std::string_view> referenced_names(std::string_view text) {
-  std::vector<std::string_view> names;
-  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  for (size_t at = text.find('$'); at != std::string_view::npos; at = text.find('$', at + 1)) {
-    size_t begin = at + 1 + (at + 1 < text.size() && text[at + 1] == '{' ? 1 : 0);
-    size_t end = begin;
-    while (end < text.size() && word(text[end])) {
-      ++end;
-    }
-    if (end > begin) {
-      names.push_back(text.substr(begin, end - begin));
-    }
-  }
-  return names;
 }
 
 /// The text a RUN's key is made of, heredocs included.

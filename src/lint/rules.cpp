@@ -175,24 +175,6 @@ std::vector<int> stage_parents(const std::vector<std::vector<const Instruction*>
   return parents;
 }
 
-std::vector<std::string> split_blank(std::string_view s) {
-  std::vector<std::string> words;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) {
-      ++i;
-    }
-    std::size_t begin = i;
-    while (i < s.size() && s[i] != ' ' && s[i] != '\t') {
-      ++i;
-    }
-    if (i > begin) {
-      words.emplace_back(s.substr(begin, i - begin));
-    }
-  }
-  return words;
-}
-
 std::string_view written_keyword(const Instruction& ins) {
   return std::string_view(ins.original).substr(0, ins.keyword.size());
 }

@@ -10,6 +10,7 @@
 #include "dockerfile/mounts.h"
 #include "dockerfile/parser.h"
 #include "lint/lint.h"
+#include "util/strings.h"
 
 namespace kiln {
 
@@ -104,9 +105,6 @@ const std::map<std::string, std::string>& predefined_args();
 
 /// How many candidate names one rule may look at on "did you mean" suggestions in one file.
 constexpr long k_suggest_budget = 100'000;
-
-/// Blank-separated words of `s`, as a shell-form COPY's sources are.
-std::vector<std::string> split_blank(std::string_view s);
 
 /// The keyword as the file writes it (`ins.keyword` is lower-cased): BuildKit's messages name
 /// an instruction so, and the casing rules judge it.

@@ -4,6 +4,13 @@
 
 namespace kiln {
 
+std::string short_image_id(std::string_view id) {
+  if (id.starts_with("sha256:")) {
+    id.remove_prefix(7);
+  }
+  return std::string(id.substr(0, 12));
+}
+
 namespace {
 
 bool is_lower_alnum(char c) {

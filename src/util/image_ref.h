@@ -7,6 +7,10 @@
 
 namespace kiln {
 
+/// An image id or digest as a person reads it: its first 12 hex digits, as `docker images`
+/// shows ids, a digest without its `sha256:`.
+std::string short_image_id(std::string_view id);
+
 /// An image reference as the distribution reference grammar defines it
 /// (`[domain[:port]/]path[:tag][@digest]`): what a tag, a registry push and an index name. Every
 /// part becomes an argv word of an engine, so a reference that does not parse never reaches one

@@ -38,6 +38,24 @@ std::string_view trim_space(std::string_view text) {
   return text.substr(begin, text.find_last_not_of(space) - begin + 1);
 }
 
+std::vector<std::string> split_blank(std::string_view s) {
+  std::vector<std::string> words;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) {
+      ++i;
+    }
+    std::size_t begin = i;
+    while (i < s.size() && s[i] != ' ' && s[i] != '\t') {
+      ++i;
+    }
+    if (i > begin) {
+      words.emplace_back(s.substr(begin, i - begin));
+    }
+  }
+  return words;
+}
+
 std::string join(const std::vector<std::string>& parts, std::string_view separator) {
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) {

@@ -9,6 +9,9 @@ namespace kiln {
 
 std::vector<std::string> split(std::string_view text, char separator);
 
+/// Blank-separated (space or tab) words of `s`, as a shell-form COPY's sources are.
+std::vector<std::string> split_blank(std::string_view s);
+
 /// The first `at_most` of `names`, comma-separated, and how many more there are: a line that
 /// names what it is about without growing with it.
 std::string first_names(const std::vector<std::string>& names, size_t at_most);
