@@ -112,46 +112,65 @@ void Loader::load_dockerfiles() {
   }
 }
 
-// A chain stage the Dockerfile names but needs does not list gets no build context: the engine
-// would pull an image of that name from a registry, and the run order would not wait for the
-// stage that builds it.
-void Loader::check_dockerfile_needs() {
+// A stage builds on every chain stage its Dockerfile names (FROM, COPY --from, RUN --mount
+// from=): each becomes a need, after the needs written, in chain-file order, so a plan does not
+// change when a Dockerfile's lines move. Without it the stage would get no build context: the
+// engine would pull an image of that name from a registry, and the run would not wait for the
+// stage that builds it. A need is placed where the Dockerfile names it, so an error about it
+// (a cycle, a smoke stage as parent) points at that line.
+void Loader::infer_needs() {
   for (size_t i = 0; i < m_chain.stages.size(); ++i) {
-    const Stage& stage = m_chain.stages[i];
+    Stage& stage = m_chain.stages[i];
     if (!stage.dockerfile_source) {
       continue;
     }
     KeyValues args = stage_build_args(m_chain, stage, {});
-    std::vector<std::string> reported;
+    std::map<size_t, SourcePos> named; // by chain order
     for (const auto& ref :
          external_refs(stage.dockerfile_source->parsed, stage.target, {args.begin(), args.end()})) {
       std::string name = lower(ref.ref);
-      bool itself = name == stage.name;
-      bool needed = std::find(stage.needs.begin(), stage.needs.end(), name) != stage.needs.end();
-      bool seen = std::find(reported.begin(), reported.end(), name) != reported.end();
-      if (!m_stage_index.count(name) || (needed && !itself) || seen) {
+      SourcePos at{stage.dockerfile_source->path.string(), ref.pos.line, ref.pos.column};
+      auto index = m_stage_index.find(name);
+      if (index == m_stage_index.end()) {
+        report_near_miss(ref.ref, ref.written, at);
         continue;
       }
-      reported.push_back(name);
-      SourcePos at{stage.dockerfile_source->path.string(), ref.pos.line, ref.pos.column};
-      if (itself) {
+      if (index->second == i) {
         error(at,
               fmt::format("{} names stage '{}' itself: a stage cannot build on its own image",
                           ref.written, name),
-              "name a stage listed in needs, or an image from a registry by its full path");
+              "name another stage of the chain, or an image from a registry by its full path");
         continue;
       }
-      const StageSource& source = m_sources[i];
-      std::string fix = source.needs_line > 0
-                            ? fmt::format("add \"{}\" to needs of stage '{}' ({}:{})", name,
-                                          stage.name, m_name, source.needs_line)
-                            : fmt::format("add needs = [\"{}\"] to stage '{}' ({}:{})", name,
-                                          stage.name, m_name, stage.pos.line);
-      error(at,
-            fmt::format("{} names chain stage '{}', which stage '{}' does not list in needs",
-                        ref.written, name, stage.name),
-            fix + ", or name an image from a registry by its full path");
+      named.emplace(index->second, at);
     }
+    for (const auto& [index, at] : named) {
+      const std::string& name = m_chain.stages[index].name;
+      if (std::find(stage.needs.begin(), stage.needs.end(), name) == stage.needs.end()) {
+        stage.needs.push_back(name);
+        stage.needs_pos.push_back(at);
+      }
+    }
+  }
+}
+
+// `FROM toolchian` is no chain stage, so the engine would go to a registry for it and fail with
+// "pull access denied" long after the run started. A bare name (no registry, tag or digest) one
+// typo away from a stage is that mistake: an image from a registry is written in full.
+void Loader::report_near_miss(std::string_view ref, std::string_view written, SourcePos at) {
+  if (ref.find_first_of("/:@$") != std::string_view::npos) {
+    return;
+  }
+  std::vector<std::string> names;
+  for (const auto& stage : m_chain.stages) {
+    names.push_back(stage.name);
+  }
+  std::string match = closest_match(lower(ref), names);
+  if (!match.empty()) {
+    error(at, fmt::format("{} names '{}', which is no stage of the chain", written, ref),
+          fmt::format("did you mean '{}'? An image from a registry is named in full, e.g. "
+                      "docker.io/library/{}:<tag>",
+                      match, ref));
   }
 }
 

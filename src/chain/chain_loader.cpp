@@ -476,13 +476,19 @@ tl::expected<Chain, Diagnostics> Loader::load() {
     read_lane(*table);
   }
   for (const auto* table : tables_in(root, "stage")) {
-    read_stage(*table);
+    // Read once per combination of its matrix, substituted in place (see substitute_matrix).
+    auto& stage = const_cast<toml::table&>(*table);
+    const toml::table written = stage;
+    for (const auto& binding : matrix_bindings(stage)) {
+      substitute_matrix(stage, written, binding);
+      read_stage(stage);
+    }
   }
   read_versions();
+  load_dockerfiles();
+  infer_needs();
   check_needs();
   check_cycles();
-  load_dockerfiles();
-  check_dockerfile_needs();
   check_cache_tiers();
   check_gates();
   check_lanes();
@@ -496,6 +502,13 @@ tl::expected<Chain, Diagnostics> Loader::load() {
           return std::tuple(a.pos.file != m_name, a.pos.file, a.pos.line, a.pos.column) <
                  std::tuple(b.pos.file != m_name, b.pos.file, b.pos.line, b.pos.column);
         });
+    // The stages of a matrix share their table: a mistake in it is said once.
+    m_diagnostics.erase(std::unique(m_diagnostics.begin(), m_diagnostics.end(),
+                                    [](const Diagnostic& a, const Diagnostic& b) {
+                                      return a.pos.file == b.pos.file && a.pos.line == b.pos.line &&
+                                             a.pos.column == b.pos.column && a.message == b.message;
+                                    }),
+                        m_diagnostics.end());
     return tl::unexpected(std::move(m_diagnostics));
   }
   expand_lanes();

@@ -477,11 +477,8 @@ void Loader::read_stage(const toml::table& table) {
              name != nullptr && m_chain_name_valid && is_lower_name(stage.name, false)) {
     check_tag(stage.tag, pos(*name));
   }
-  if (const auto* needs =
-          read_names(table, "needs", "a stage name", "write the stage name in quotes", stage.needs,
-                     stage.needs_pos)) {
-    source.needs_line = static_cast<int>(needs->source().begin.line);
-  }
+  read_names(table, "needs", "a stage name", "write the stage name in quotes", stage.needs,
+             stage.needs_pos);
   if (const auto* build_args = get<toml::table>(table, where, "build_args")) {
     read_build_args(*build_args, stage.build_args, &stage.build_args_pos);
   }

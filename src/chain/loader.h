@@ -68,12 +68,12 @@ inline const std::vector<std::string> k_defaults_keys = {"attempts", "cooldown_s
 inline const std::vector<std::string> k_transient_keys = {"name", "patterns",
                                                           "retry_despite_identical"};
 inline const std::vector<std::string> k_stage_keys = {
-    "name",          "dockerfile",     "context",      "target",         "tag",
-    "needs",         "build_args",     "secrets",      "attempts",       "min_compile_requests",
-    "lane",          "cache_local",    "cache_from",   "cache_to",       "snapshot_cache_to",
-    "disk_floor_gb", "mem_per_job_gb", "kind",         "gate_image_env", "stall_timeout_s",
-    "timeout_s",     "weight",         "lanes",        "min_passed",     "max_skipped",
-    "artifacts",     "max_layers",     "worker_labels"};
+    "name",          "dockerfile",     "context",       "target",         "tag",
+    "needs",         "build_args",     "secrets",       "attempts",       "min_compile_requests",
+    "lane",          "cache_local",    "cache_from",    "cache_to",       "snapshot_cache_to",
+    "disk_floor_gb", "mem_per_job_gb", "kind",          "gate_image_env", "stall_timeout_s",
+    "timeout_s",     "weight",         "lanes",         "min_passed",     "max_skipped",
+    "artifacts",     "max_layers",     "worker_labels", "matrix"};
 inline constexpr const char* k_attempts_hint = "1 means a single attempt and no retry";
 inline const std::vector<std::string> k_secret_keys = {"id", "env", "file"};
 
@@ -86,6 +86,9 @@ inline constexpr int64_t k_max_count = 1000000;
 
 // The largest size any key takes, in GB: a petabyte is a typo for a disk a chain builds on.
 inline constexpr double k_max_gb = 1e6;
+
+// The most stages one matrix makes: more is a variable listed twice or a product mistaken.
+inline constexpr size_t k_max_matrix_stages = 256;
 
 inline constexpr std::string_view k_identifier_rule =
     "use letters, digits and '_', not starting with a digit";
@@ -128,6 +131,13 @@ std::string as_fragment(std::string_view text);
 /// A stage with no `lanes` runs in every lane.
 bool runs_in(const Stage& stage, const std::string& lane);
 
+/// One combination of a matrix: each variable with its value.
+using MatrixBinding = std::vector<std::pair<std::string, std::string>>;
+/// `node`'s strings set to those of `written` (a copy of it as the file has it) with each
+/// `${variable}` of `binding` replaced. The table is changed in place, not copied, since
+/// toml++ keeps no source position on a copy: diagnostics point into the written table.
+void substitute_matrix(toml::node& node, const toml::node& written, const MatrixBinding& binding);
+
 enum class PathKind { file, directory };
 
 enum class VisitState { unvisited, on_path, done };
@@ -137,7 +147,6 @@ struct StageSource {
   std::string dockerfile; // as written
   SourcePos dockerfile_pos;
   bool dockerfile_found = false;
-  int needs_line = 0; // of the needs key, 0 when the stage has none
 };
 
 class Loader {
@@ -202,6 +211,9 @@ private:
   std::optional<CacheSpec> read_cache_spec(const toml::node& node, std::string_view key);
   void read_transient(const toml::table& table);
   void read_stage(const toml::table& table);
+  /// The combinations of a [[stage]] table's matrix: one, with no variable, when it has none;
+  /// none when the matrix is wrong.
+  std::vector<MatrixBinding> matrix_bindings(const toml::table& stage);
   /// A stage's image tag becomes an engine's argv word and its store's name: a reference with
   /// no digest (`--all` would be read as a flag).
   void check_tag(const std::string& tag, SourcePos at);
@@ -237,7 +249,10 @@ private:
   void check_cycles();
   void visit(size_t index, std::vector<VisitState>& state, std::vector<size_t>& path);
   void load_dockerfiles();
-  void check_dockerfile_needs();
+  /// Each stage needs the chain stages its Dockerfile names, besides those written.
+  void infer_needs();
+  /// A bare Dockerfile reference one typo away from a chain stage is an error.
+  void report_near_miss(std::string_view ref, std::string_view written, SourcePos at);
   void check_cache_tiers();
   void check_gates();
 

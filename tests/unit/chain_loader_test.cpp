@@ -424,38 +424,130 @@ TEST(LoadChain, DependencyCycles) {
   EXPECT_EQ(errors[1].pos.column, 10);
 }
 
-TEST(LoadChain, AChainStageTheDockerfileNamesMustBeInNeeds) {
-  Diagnostics errors = load_errors("hidden_needs");
-  const fs::path dir = k_chains / "hidden_needs";
-  std::string file = chain_file("hidden_needs");
-  EXPECT_EQ(errors.size(), 6u) << describe(errors);
-  expect_diagnostic(errors, (dir / "app.Dockerfile").string(), 3, 6,
-                    "FROM base names chain stage 'base', which stage 'app' does not list in needs",
-                    "add \"base\" to needs of stage 'app' (" + file +
-                        ":15), or name an image from a registry by its full path");
-  // Reported once however often the file names it.
-  expect_diagnostic(
-      errors, (dir / "tools.Dockerfile").string(), 3, 6,
-      "COPY --from=toolchain names chain stage 'toolchain', which stage 'tools' does not list",
-      "add \"toolchain\" to needs of stage 'tools' (" + file + ":20)");
-  expect_diagnostic(errors, (dir / "mounts.Dockerfile").string(), 2, 5,
-                    "RUN --mount=type=bind,from=toolchain,target=/t names chain stage "
-                    "'toolchain', which stage 'mounts' does not list in needs",
-                    "add needs = [\"toolchain\"] to stage 'mounts' (" + file + ":22)");
+// The needs a stage's Dockerfile implies, besides those written: chain order, each placed at the
+// reference that implies it.
+TEST(LoadChain, AChainStageTheDockerfileNamesIsANeed) {
+  auto chain = load_chain(chain_file("inferred_needs"));
+  ASSERT_TRUE(chain) << describe(chain.error());
+  const fs::path dir = k_chains / "inferred_needs";
+  auto needs = [&](const std::string& name) { return chain->find_stage(name)->needs; };
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(needs("base"), Names{});
+  // Written first, then what the Dockerfile names in chain order (it names toolchain last).
+  EXPECT_EQ(needs("app"), (Names{"toolchain", "base"}));
+  const Stage* app = chain->find_stage("app");
+  ASSERT_EQ(app->needs_pos.size(), 2u);
+  EXPECT_EQ(app->needs_pos[1].file, (dir / "app.Dockerfile").string());
+  EXPECT_EQ(app->needs_pos[1].line, 3);
+  EXPECT_EQ(app->needs_pos[1].column, 6);
+  // Named three times, needed once.
+  EXPECT_EQ(needs("tools"), (Names{"base", "toolchain"}));
+  EXPECT_EQ(needs("mounts"), Names{"toolchain"});
   // Global ARGs expand as BuildKit expands them.
-  expect_diagnostic(errors, (dir / "pinned.Dockerfile").string(), 2, 6,
-                    "FROM ${PARENT} names chain stage 'base', which stage 'pinned' does not list");
-  // The Dockerfile stages the target builds on are checked, and only those.
-  expect_diagnostic(errors, (dir / "targets.Dockerfile").string(), 1, 6,
-                    "FROM toolchain names chain stage 'toolchain', which stage 'targeted'");
+  EXPECT_EQ(needs("pinned"), Names{"base"});
+  // Only the Dockerfile stages the target builds on count: `unused` names base.
+  EXPECT_EQ(needs("targeted"), Names{"toolchain"});
 }
 
-TEST(LoadChain, AStageCannotBuildOnItsOwnImage) {
-  Diagnostics errors = load_errors("hidden_needs");
-  expect_diagnostic(errors, (k_chains / "hidden_needs" / "again.Dockerfile").string(), 3, 6,
+TEST(LoadChain, NeedsTheDockerfileImpliesAreChecked) {
+  Diagnostics errors = load_errors("needs_errors");
+  const fs::path dir = k_chains / "needs_errors";
+  std::string file = chain_file("needs_errors");
+  EXPECT_EQ(errors.size(), 4u) << describe(errors);
+  expect_diagnostic(errors, (dir / "again.Dockerfile").string(), 3, 6,
                     "COPY --from=again names stage 'again' itself: a stage cannot build on its "
                     "own image",
-                    "name a stage listed in needs, or an image from a registry by its full path");
+                    "name another stage of the chain, or an image from a registry by its full "
+                    "path");
+  // One typo away from a stage: the engine would look for it in a registry. `busybox` and a
+  // registry image of a stage's name are left to the engine.
+  expect_diagnostic(errors, (dir / "typo.Dockerfile").string(), 3, 6,
+                    "FROM ponng names 'ponng', which is no stage of the chain",
+                    "did you mean 'pong'?");
+  // A cycle through the Dockerfiles is reported where a Dockerfile closes it.
+  expect_diagnostic(errors, (dir / "pong.Dockerfile").string(), 1, 6,
+                    "dependency cycle: ping -> pong -> ping");
+  // A need written by hand still names a stage of the chain.
+  expect_diagnostic(errors, file, 28, 10, "unknown stage 'nowhere' in needs");
+}
+
+// The demo chain with every needs line removed loads with the same needs.
+TEST(LoadChain, TheDemoChainNeedsNoNeedsLines) {
+  const fs::path demo = fs::path(KILN_TEST_FIXTURES).parent_path().parent_path() / "examples/hello";
+  testing::TempDir dir;
+  fs::copy(demo / "stages", dir.path() / "stages", fs::copy_options::recursive);
+  fs::copy(demo / "versions.env", dir.path() / "versions.env");
+  std::ifstream in(demo / "chain.toml");
+  std::ofstream out(dir.path() / "chain.toml");
+  int removed = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("needs = ")) {
+      ++removed;
+    } else {
+      out << line << "\n";
+    }
+  }
+  out.close();
+  EXPECT_EQ(removed, 4);
+  auto written = load_chain(demo / "chain.toml");
+  auto inferred = load_chain(dir.path() / "chain.toml");
+  ASSERT_TRUE(written) << describe(written.error());
+  ASSERT_TRUE(inferred) << describe(inferred.error());
+  ASSERT_EQ(written->stages.size(), inferred->stages.size());
+  for (size_t i = 0; i < written->stages.size(); ++i) {
+    EXPECT_EQ(written->stages[i].needs, inferred->stages[i].needs) << written->stages[i].name;
+  }
+}
+
+TEST(LoadChain, AMatrixStageIsOneStagePerCombination) {
+  auto chain = load_chain(chain_file("matrix"));
+  ASSERT_TRUE(chain) << describe(chain.error());
+  std::vector<std::string> names;
+  for (const auto& stage : chain->stages) {
+    names.push_back(stage.name);
+  }
+  // The variables vary in the order written, the last the fastest.
+  EXPECT_EQ(names, (std::vector<std::string>{"base", "lib-zlib-2", "lib-zlib-s", "lib-png-2",
+                                             "lib-png-s", "lib-jpeg-2", "lib-jpeg-s", "final"}));
+  const Stage* png = chain->find_stage("lib-png-s");
+  ASSERT_NE(png, nullptr);
+  EXPECT_EQ(png->tag, "localhost/matrix-png:os");
+  // A `${...}` that is no matrix variable stays as written.
+  EXPECT_EQ(png->build_args, (KeyValues{{"LIB", "png"}, {"FLAGS", "-Os ${keep}"}}));
+  EXPECT_EQ(png->artifacts, std::vector<std::string>{"/opt/png/s"});
+  EXPECT_EQ(png->needs, std::vector<std::string>{"base"});
+  // Each copy is placed at its table.
+  EXPECT_EQ(png->pos.line, 9);
+  EXPECT_EQ(png->build_args_pos[0].line, 13);
+  EXPECT_EQ(chain->find_stage("final")->needs,
+            (std::vector<std::string>{"base", "lib-zlib-s", "lib-png-2"}));
+}
+
+TEST(LoadChain, MatrixMistakes) {
+  Diagnostics errors = load_errors("matrix_errors");
+  std::string file = chain_file("matrix_errors");
+  EXPECT_EQ(errors.size(), 12u) << describe(errors);
+  expect_diagnostic(errors, file, 5, 8, "the matrix names two stages 'lib'",
+                    "use the matrix's variables in the name, e.g. name = \"lib-${lib}\"");
+  expect_diagnostic(errors, file, 12, 22, "matrix variable 'v' holds 'a' twice");
+  expect_diagnostic(errors, file, 12, 27,
+                    "each value of matrix variable 'v' must be a string or an integer, not a "
+                    "float");
+  expect_diagnostic(errors, file, 12, 32,
+                    "each value of matrix variable 'v' must be a string or an integer, not an "
+                    "empty string");
+  expect_diagnostic(errors, file, 12, 37, "matrix variable 'bad-name' is not valid");
+  expect_diagnostic(errors, file, 12, 50,
+                    "matrix variable 'bad-name' must be an array of values, not an empty array");
+  expect_diagnostic(errors, file, 12, 58,
+                    "matrix variable 'n' must be an array of values, not a string");
+  expect_diagnostic(errors, file, 17, 10, "'matrix' in [[stage]] must be a table of variables");
+  // A mistake in the table is said once, not once per stage; one in a substituted value, once
+  // per value.
+  expect_diagnostic(errors, file, 21, 14, "dockerfile 'missing-a.Dockerfile' does not exist");
+  expect_diagnostic(errors, file, 21, 14, "dockerfile 'missing-b.Dockerfile' does not exist");
+  expect_diagnostic(errors, file, 23, 1, "unknown key 'nonsense' in [[stage]]");
+  expect_diagnostic(errors, file, 28, 10, "the matrix makes 294 stages, more than the 256");
 }
 
 TEST(LoadChain, ChainStagesInNeedsAndNamesThatAreNoChainStageLoad) {
