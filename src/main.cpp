@@ -6,6 +6,7 @@
 #include "cli/explain_command.h"
 #include "cli/gate_command.h"
 #include "cli/history_command.h"
+#include "cli/init_command.h"
 #include "cli/lint_command.h"
 #include "cli/logs_command.h"
 #include "cli/records_command.h"
@@ -24,6 +25,8 @@ int dispatch(int argc, char** argv) {
   app.require_subcommand(1);
   kiln::RunArgs run_args;
   CLI::App* run = kiln::add_run_command(app, run_args);
+  kiln::InitArgs init_args;
+  CLI::App* init = kiln::add_init_command(app, init_args);
   kiln::SnapshotArgs snapshot_args;
   CLI::App* snapshot = kiln::add_cache_command(app, snapshot_args);
   kiln::DiskArgs disk_args;
@@ -64,6 +67,9 @@ int dispatch(int argc, char** argv) {
   }
   if (run->parsed()) {
     return kiln::run_command(run_args);
+  }
+  if (init->parsed()) {
+    return kiln::init_command(init_args);
   }
   if (snapshot->parsed()) {
     return kiln::snapshot_command(snapshot_args);

@@ -111,6 +111,24 @@ tl::expected<void, std::string> write_file_atomic(const std::filesystem::path& p
   return {};
 }
 
+tl::expected<void, std::string> write_new_file(const std::filesystem::path& path,
+                                               std::string_view content) {
+  std::filesystem::path tmp = path;
+  tmp += ".new" + std::to_string(::getpid());
+  if (auto written = write_file_atomic(tmp, content); !written) {
+    return written;
+  }
+  int error = ::link(tmp.c_str(), path.c_str()) == 0 ? 0 : errno;
+  ::unlink(tmp.c_str());
+  if (error == EEXIST) {
+    return tl::unexpected(path.string() + " exists, and is not overwritten");
+  }
+  if (error != 0) {
+    return tl::unexpected(failure("cannot write", path, error));
+  }
+  return {};
+}
+
 tl::expected<uint64_t, std::string> free_bytes(const std::filesystem::path& path) {
   std::filesystem::path probe = nearest_existing(path);
   struct statvfs stats {};

@@ -26,6 +26,13 @@ tl::expected<void, std::string> write_file_atomic(const std::filesystem::path& p
                                                   std::string_view content,
                                                   Durability durability = Durability::flush);
 
+/// Create `path` with `content`, whole or not at all, and never over a file that exists: the
+/// content goes to a temporary beside it, which is then linked to `path` (link fails when the
+/// name is taken, where a rename would replace it). For files a user owns, like a chain file
+/// `kiln init` writes.
+tl::expected<void, std::string> write_new_file(const std::filesystem::path& path,
+                                               std::string_view content);
+
 /// What read_file reads at most unless told otherwise: larger than any file kiln reads whole,
 /// small enough that a mistake (a link to /dev/zero, a log named as a Dockerfile) fails fast.
 constexpr uint64_t k_default_read_limit = uint64_t{1} << 30;

@@ -69,11 +69,15 @@ ChainDir::~ChainDir() {
 }
 
 void ChainDir::remove_images() const {
+  remove_images(m_path / "records");
+}
+
+void ChainDir::remove_images(const std::filesystem::path& records) const {
   // Remove the images this test tagged; the shared layers stay for the next test's cache. One
   // buildah call for all: it removes every name it knows and only complains of the others.
   std::set<std::string> names;
   std::error_code ec;
-  for (const auto& run : std::filesystem::directory_iterator(m_path / "records" / "runs", ec)) {
+  for (const auto& run : std::filesystem::directory_iterator(records / "runs", ec)) {
     std::ifstream in(run.path() / "manifest.json");
     auto doc = nlohmann::json::parse(in, nullptr, false);
     if (doc.is_discarded()) {

@@ -64,6 +64,8 @@ public:
   /// Remove every image the runs recorded under records/ tagged (the destructor does it too):
   /// for a test whose records live on a filesystem it unmounts first.
   void remove_images() const;
+  /// The same for the runs recorded in another records folder (a chain in a subfolder).
+  void remove_images(const std::filesystem::path& records) const;
 
 private:
   std::filesystem::path m_path;
