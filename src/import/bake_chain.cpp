@@ -213,7 +213,7 @@ private:
     stage.target = &target;
     fs::path base = m_options.bake_file.parent_path();
     stage.context = (base / context).lexically_normal();
-    std::string_view dockerfile = target.dockerfile ? *target.dockerfile : "Dockerfile";
+    std::string dockerfile = target.dockerfile.value_or("Dockerfile");
     // bake reads a relative Dockerfile from the context (a cwd:// one from its own folder);
     // kiln from the chain file's folder.
     stage.dockerfile = dockerfile.rfind("cwd://", 0) == 0
@@ -473,8 +473,8 @@ private:
       }
       out += fmt::format("name = {}\ndockerfile = {}\n", toml_string(stage.name),
                          toml_string(chain_path(stage.dockerfile)));
-      if (stage.context != m_options.chain_dir.lexically_normal()) {
-        out += fmt::format("context = {}\n", toml_string(chain_path(stage.context)));
+      if (std::string context = chain_path(stage.context); context != "." && context != "./") {
+        out += fmt::format("context = {}\n", toml_string(context));
       }
       if (target.target) {
         out += fmt::format("target = {}\n", toml_string(*target.target));

@@ -508,7 +508,7 @@ tl::expected<BakeFile, Diagnostic> parse_bake_json(std::string_view text, const 
   try {
     doc = Json::parse(text);
   } catch (const Json::parse_error& error) {
-    // nlohmann counts the bytes it read, the bad one included: the error is at the last.
+    // nlohmann counts the bytes it read before the one it could not take.
     std::string message = error.what();
     if (auto detail = message.find("syntax error while parsing value - ");
         detail != std::string::npos) {
@@ -516,7 +516,7 @@ tl::expected<BakeFile, Diagnostic> parse_bake_json(std::string_view text, const 
     } else if (auto colon = message.rfind(": "); colon != std::string::npos) {
       message = message.substr(colon + 2);
     }
-    return tl::unexpected(Diagnostic{at_offset(text, error.byte > 0 ? error.byte - 1 : 0, file),
+    return tl::unexpected(Diagnostic{at_offset(text, error.byte, file),
                                      "not valid JSON: " + message,
                                      "kiln reads the JSON `docker buildx bake --print` prints"});
   }
