@@ -157,6 +157,7 @@ private:
     std::vector<std::string> pending;
     if (groups.count(m_options.group)) {
       pending.push_back(m_options.group);
+      m_group_found = true;
     } else if (m_options.group_given) {
       std::vector<std::string> names;
       for (const auto& [name, group] : groups) {
@@ -433,9 +434,8 @@ private:
         "# Imported by `kiln import bake` from {} ({}); docs/import-bake.md says what maps to "
         "what.\n",
         comment_text(m_options.bake_file.filename().string()),
-        m_selected.size() == m_bake.targets.size() && !m_options.group_given
-            ? std::string("every target")
-            : comment_text(fmt::format("group \"{}\"", m_options.group)));
+        !m_group_found ? std::string("every target")
+                       : comment_text(fmt::format("group \"{}\"", m_options.group)));
     if (!m_dropped.empty()) {
       out += "#\n# Could not carry over:\n";
       for (const auto& line : m_dropped) {
@@ -530,6 +530,7 @@ private:
   const BakeImport& m_options;
   std::map<std::string, size_t> m_index; // target key -> index in m_bake.targets
   std::set<size_t> m_selected;
+  bool m_group_found = false; // the targets are the group's, not every target of the file
   std::vector<Stage> m_stages;
   std::map<std::string, size_t> m_stage_of; // target key -> index in m_stages
   std::vector<std::string> m_dropped;
