@@ -6,6 +6,7 @@
 #include "cli/explain_command.h"
 #include "cli/gate_command.h"
 #include "cli/history_command.h"
+#include "cli/import_command.h"
 #include "cli/init_command.h"
 #include "cli/lint_command.h"
 #include "cli/logs_command.h"
@@ -57,6 +58,8 @@ int dispatch(int argc, char** argv) {
   CLI::App* replay = kiln::add_records_command(app, replay_args);
   kiln::AttestArgs attest_args;
   CLI::App* attest_verify = kiln::add_attest_command(app, attest_args);
+  kiln::ImportArgs import_args;
+  CLI::App* import_bake = kiln::add_import_command(app, import_args);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -115,6 +118,9 @@ int dispatch(int argc, char** argv) {
   }
   if (attest_verify->parsed()) {
     return kiln::attest_verify_command(attest_args);
+  }
+  if (import_bake->parsed()) {
+    return kiln::import_bake_command(import_args);
   }
   return kiln::k_exit_usage;
 }
