@@ -1,12 +1,7 @@
 #include "cli/import_command.h"
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <system_error>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -21,37 +16,6 @@
 namespace kiln {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-/// Write `text` to a new file at `path`: O_EXCL, so a file that appears meanwhile is kept too.
-tl::expected<void, std::string> write_new_file(const fs::path& path, std::string_view text) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return tl::unexpected(std::string(std::strerror(errno)));
-  }
-  while (!text.empty()) {
-    ssize_t written = ::write(fd, text.data(), text.size());
-    if (written < 0 && errno == EINTR) {
-      continue;
-    }
-    if (written <= 0) {
-      std::string error = std::strerror(errno);
-      ::close(fd);
-      ::unlink(path.c_str());
-      return tl::unexpected(error);
-    }
-    text.remove_prefix(static_cast<size_t>(written));
-  }
-  if (::close(fd) != 0) {
-    std::string error = std::strerror(errno);
-    ::unlink(path.c_str());
-    return tl::unexpected(error);
-  }
-  return {};
-}
-
-} // namespace
 
 CLI::App* add_import_command(CLI::App& app, ImportArgs& args) {
   CLI::App* import = app.add_subcommand("import", "Write a chain file from another tool's "
@@ -126,9 +90,7 @@ int import_bake_command(const ImportArgs& args) {
     return 0;
   }
   if (auto written = write_new_file(args.output, chain->toml); !written) {
-    fmt::print(
-        stderr, "kiln: error: cannot write {}: {}{}\n", printable(args.output), written.error(),
-        written.error() == std::strerror(EEXIST) ? "; kiln import never overwrites a file" : "");
+    fmt::print(stderr, "kiln: error: {}\n", printable(written.error()));
     return k_exit_usage;
   }
   fmt::print(stderr, "kiln: wrote {}; `kiln run {} --dry-run` shows what it builds\n",

@@ -51,7 +51,16 @@ TEST(ImportBake, MatrixPlatformsAndGroups) {
         "target docs: dockerfile-inline", "target toolchain: cache-to type=gha,mode=max"}) {
     EXPECT_NE(all.output.find(line), std::string::npos) << line << "\n" << all.output;
   }
-  // The chain loader of this branch does not expand a matrix yet: the group without one runs.
+  // The matrix expands when the chain loads: both flavors in both lanes, the runtime in amd64.
+  KilnResult plan = dir.kiln({"run", "all.toml", "--dry-run"}, nullptr, {{"API_TOKEN", "x"}});
+  EXPECT_EQ(plan.exit_code, 0) << plan.output << chain;
+  for (const char* stage : {"] amd64/lib-small\n", "] amd64/lib-full\n", "] arm64/lib-small\n",
+                            "] arm64/lib-full\n", "] amd64/runtime\n", "/7] "}) {
+    EXPECT_NE(plan.output.find(stage), std::string::npos) << stage << "\n" << plan.output;
+  }
+  EXPECT_NE(plan.output.find("--build-arg FLAVOR=full "), std::string::npos)
+      << plan.output;
+  // A group picks its targets and those they build on.
   KilnResult release =
       dir.kiln({"import", "bake", "docker-bake.json", "--group", "release", "-o", "release.toml"});
   ASSERT_EQ(release.exit_code, 0) << release.output;
