@@ -14,6 +14,7 @@
 
 #include "chain/plan.h"
 #include "cli/chain_file.h"
+#include "cli/github_actions.h"
 #include "dockerfile/source.h"
 #include "driver/run_loop.h"
 #include "lint/lint.h"
@@ -103,6 +104,7 @@ int lint_command(const LintArgs& args) {
   struct Slot {
     LintResult result;
     std::string rendered; // tty text, JSON elements, or the file's text for buildkit-json
+    std::string annotations; // on GitHub Actions, beside the tty text: its workflow commands
     std::string error;
   };
   enum class Format { tty, json, sarif, buildkit_json, github };
@@ -111,6 +113,9 @@ int lint_command(const LintArgs& args) {
                   : args.format == "buildkit-json" ? Format::buildkit_json
                   : args.format == "github"        ? Format::github
                                                    : Format::tty;
+  // On GitHub Actions the tty text comes with each finding as an annotation; the other formats
+  // are documents (or the annotations themselves) and stay as they are.
+  const bool annotate = format == Format::tty && github_actions().on;
   // Formats rendered from every result at the end keep each file's findings whole.
   bool whole_results =
       format == Format::sarif || format == Format::buildkit_json || format == Format::github;
@@ -156,6 +161,9 @@ int lint_command(const LintArgs& args) {
         }
         slot.rendered = format == Format::json ? render_json_elements(slot.result)
                                                : render_tty(slot.result, source_text);
+        if (annotate) {
+          slot.annotations = render_github({slot.result});
+        }
         // Once rendered, lint_exit_code only asks whether a finding is left: the others are
         // freed here, spread over the workers, not one by one on the main thread at the end.
         auto& findings = slot.result.findings;
@@ -228,6 +236,9 @@ int lint_command(const LintArgs& args) {
   } else {
     for (const auto& text : rendered) {
       std::fwrite(text.data(), 1, text.size(), stdout);
+    }
+    for (const auto& slot : slots) {
+      std::fwrite(slot.annotations.data(), 1, slot.annotations.size(), stdout);
     }
   }
   return lint_exit_code(results);

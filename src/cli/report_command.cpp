@@ -7,6 +7,7 @@
 
 #include "cli/records_folder.h"
 #include "driver/run_loop.h"
+#include "forensics/junit.h"
 #include "forensics/report.h"
 #include "util/fs.h"
 
@@ -16,9 +17,14 @@ CLI::App* add_report_command(CLI::App& app, ReportArgs& args) {
   CLI::App* report =
       app.add_subcommand("report", "Write a run's record as one self-contained HTML page");
   report->add_option("run", args.run, "A run id, `latest`, or a run folder")->required();
+  report
+      ->add_option("--format", args.format,
+                   "html (default: the page) or junit (JUnit XML: a test case per stage, for "
+                   "a CI server's test results)")
+      ->check(CLI::IsMember({"html", "junit"}));
   report->add_option("-o,--output", args.output,
-                     "Where to write the page (default: report.html in the run folder; - for "
-                     "standard output)");
+                     "Where to write it (default: report.html, or junit.xml, in the run folder; "
+                     "- for standard output)");
   report->add_option("--records", args.records,
                      "The records folder a run id is looked up in (default: ./records)");
   return report;
@@ -35,13 +41,20 @@ int report_command(const ReportArgs& args) {
     fmt::print(stderr, "kiln: error: {}; nothing was written\n", in.error());
     return k_exit_usage;
   }
-  std::string page = render_report(*in);
+  const bool junit = args.format == "junit";
+  // The logs a failure names are under the run's own folder: `latest` moves with the next run.
+  std::filesystem::path run_dir = *folder;
+  if (std::error_code error; std::filesystem::is_symlink(run_dir, error)) {
+    run_dir =
+        (run_dir.parent_path() / std::filesystem::read_symlink(run_dir, error)).lexically_normal();
+  }
+  std::string page = junit ? render_junit(*in, run_dir) : render_report(*in);
   if (args.output == "-") {
     std::fwrite(page.data(), 1, page.size(), stdout);
     return std::fflush(stdout) == 0 ? k_exit_ok : k_exit_failed;
   }
-  std::filesystem::path out =
-      args.output.empty() ? *folder / "report.html" : std::filesystem::path(args.output);
+  std::filesystem::path out = args.output.empty() ? *folder / (junit ? "junit.xml" : "report.html")
+                                                  : std::filesystem::path(args.output);
   if (auto written = write_file_atomic(out, page, Durability::rename_only); !written) {
     fmt::print(stderr, "kiln: error: {}\n", written.error());
     return k_exit_failed;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/chain_file.h"
+#include "cli/github_actions.h"
 #include "driver/console.h"
 #include "driver/run_loop.h"
 #include "engine/engine.h"
@@ -130,11 +131,16 @@ int run_command(const RunArgs& args) {
     events.emplace(stdout, false);
     options.progress_json = &*events;
   }
+  const GithubActions github = github_actions();
   RunOutput output;
-  if (args.report) {
+  if (args.report || github.on) {
     options.output = &output;
   }
   int code = run_chain(*chain, *engine, options, console, stderr);
+  write_github_run_outputs(github, *chain, output, console);
+  if (!args.report) {
+    return code;
+  }
   if (!output.folder.empty()) {
     // The run's outcome stands whatever happens to its report.
     std::filesystem::path page = output.folder / "report.html";

@@ -86,8 +86,10 @@ std::vector<std::string> check_request(const std::vector<const Stage*>& stages,
 /// build-host leak or an out-of-scope ARG found now costs nothing, found in the image it costs
 /// the hours spent building it. Each file as the chain loaded it: read and parsed once; each in
 /// its stage's context, whose .dockerignore decides what a COPY can reach (as `kiln lint --chain`).
+/// Each file's result goes to `kept` too, when given.
 std::vector<std::string> lint_stage_dockerfiles(const Chain& chain,
-                                                const std::vector<const Stage*>& stages) {
+                                                const std::vector<const Stage*>& stages,
+                                                std::vector<LintResult>* kept) {
   LintOptions options = lint_options(chain.gates);
   std::vector<std::string> problems;
   size_t findings = 0;
@@ -98,6 +100,9 @@ std::vector<std::string> lint_stage_dockerfiles(const Chain& chain,
     if (!result.findings.empty()) {
       findings += result.findings.size();
       problems.push_back(render_tty(result, source->text));
+    }
+    if (kept != nullptr) {
+      kept->push_back(std::move(result));
     }
   }
   if (findings > 0) {
@@ -148,7 +153,8 @@ int run_chain(const Chain& chain, const Engine& engine, const RunOptions& option
   }
   const std::vector<const Stage*>& stages = *selected;
   std::vector<std::string> problems = check_request(stages, options);
-  auto lint = lint_stage_dockerfiles(chain, stages);
+  auto lint = lint_stage_dockerfiles(chain, stages,
+                                     options.output != nullptr ? &options.output->lint : nullptr);
   problems.insert(problems.end(), lint.begin(), lint.end());
   std::filesystem::path tools = kiln_tools_dir(chain.records);
   std::vector<BuildRequest> requests;

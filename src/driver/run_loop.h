@@ -11,6 +11,7 @@
 #include "disk/store.h"
 #include "driver/console.h"
 #include "engine/engine.h"
+#include "lint/lint.h"
 #include "util/clock.h"
 
 namespace kiln {
@@ -29,6 +30,9 @@ struct RunOutput {
   /// The analysis of the run's logs, made for its history (none when the history could not be
   /// opened: a report then makes its own).
   std::optional<nlohmann::json> log_analysis;
+  /// What the lint preflight found, each Dockerfile's result, also when it refused the run: for
+  /// a caller that shows findings in another form (GitHub's annotations).
+  std::vector<LintResult> lint;
 };
 
 struct RunOptions {

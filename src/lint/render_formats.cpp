@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lint/lint.h"
+#include "util/workflow_command.h"
 
 namespace kiln {
 namespace {
@@ -74,34 +75,6 @@ std::string go_html_escape(const std::string& json) {
   return out;
 }
 
-// GitHub's escaping of a workflow command's message, and of a property value, which also
-// may not hold the `:` and `,` that delimit properties.
-std::string github_escape(std::string_view s, bool property) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-    case '%':
-      out += "%25";
-      break;
-    case '\r':
-      out += "%0D";
-      break;
-    case '\n':
-      out += "%0A";
-      break;
-    case ':':
-      out += property ? "%3A" : ":";
-      break;
-    case ',':
-      out += property ? "%2C" : ",";
-      break;
-    default:
-      out += c;
-    }
-  }
-  return out;
-}
-
 } // namespace
 
 std::string render_buildkit_json(const std::vector<LintResult>& results,
@@ -159,10 +132,12 @@ std::string render_buildkit_json(const std::vector<LintResult>& results,
 std::string render_github(const std::vector<LintResult>& results) {
   std::string out;
   auto render = [&](const LintFinding& f) {
-    out += fmt::format("::{} file={},line={},col={},title={}::{}\n",
-                       f.severity == Severity::error ? "error" : "warning",
-                       github_escape(f.file, true), f.line, f.column, github_escape(f.rule, true),
-                       github_escape(f.message, false));
+    out += workflow_command(f.severity == Severity::error ? "error" : "warning",
+                            {{"file", f.file},
+                             {"line", std::to_string(f.line)},
+                             {"col", std::to_string(f.column)},
+                             {"title", f.rule}},
+                            f.message);
   };
   for (const auto& result : results) {
     if (result.parse_error) {
