@@ -519,6 +519,18 @@ tl::expected<BakeFile, Diagnostic> parse_bake_json(std::string_view text, const 
     return tl::unexpected(Diagnostic{at_offset(text, error.byte, file),
                                      "not valid JSON: " + message,
                                      "kiln reads the JSON `docker buildx bake --print` prints"});
+  } catch (const Json::out_of_range& error) {
+    // A number too large for a double ("1E999"): nlohmann names the number, not where it is.
+    std::string message = error.what();
+    size_t open = message.find('\'');
+    size_t close = message.rfind('\'');
+    size_t at = 0;
+    if (open != std::string::npos && close > open) {
+      at = std::min(text.find(message.substr(open + 1, close - open - 1)), text.size());
+    }
+    return tl::unexpected(Diagnostic{at_offset(text, at, file),
+                                     "not valid JSON: a number too large to read",
+                                     "kiln reads the JSON `docker buildx bake --print` prints"});
   }
   try {
     if (!doc.is_object()) {

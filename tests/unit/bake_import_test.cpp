@@ -134,6 +134,13 @@ TEST(BakeFile, MalformedJsonIsAnErrorAtItsLineAndColumn) {
   EXPECT_NE(error.message.find("not valid JSON"), std::string::npos) << error.message;
 }
 
+TEST(BakeFile, ANumberTooLargeIsAnErrorAtTheNumber) {
+  Diagnostic error = parse_error("{\n  \"group\": 4E888\n}\n");
+  EXPECT_EQ(error.pos.line, 2);
+  EXPECT_EQ(error.pos.column, 12);
+  EXPECT_EQ(error.message, "not valid JSON: a number too large to read");
+}
+
 TEST(BakeFile, AFieldOfTheWrongShapeIsAnErrorAtItsValue) {
   Diagnostic error =
       parse_error("{\n  \"target\": {\n    \"app\": {\n      \"args\": [\"A=1\"]\n    }\n  }\n}\n");
