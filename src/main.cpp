@@ -38,8 +38,8 @@ int dispatch(int argc, char** argv) {
   CLI::App* lint = kiln::add_lint_command(app, lint_args);
   kiln::LogsArgs logs_args;
   CLI::App* logs_analyze = kiln::add_logs_command(app, logs_args);
-  std::string resources_csv;
-  CLI::App* summarize = kiln::add_resources_command(app, resources_csv);
+  kiln::RecordsArgs resources_args;
+  CLI::App* summarize = kiln::add_resources_command(app, resources_args);
   kiln::HistoryArgs history_args;
   CLI::App* history = nullptr;
   CLI::App* history_prune = nullptr;
@@ -93,7 +93,7 @@ int dispatch(int argc, char** argv) {
     return kiln::logs_analyze_command(logs_args);
   }
   if (summarize->parsed()) {
-    return kiln::resources_summarize_command(resources_csv);
+    return kiln::resources_summarize_command(resources_args);
   }
   if (report->parsed()) {
     return kiln::report_command(report_args);

@@ -32,19 +32,17 @@ CLI::App* add_records_command(CLI::App& app, ReplayArgs& args) {
   records->require_subcommand(1);
   CLI::App* replay = records->add_subcommand(
       "replay", "Rebuild a run's manifest.json from its events.jsonl (the record is their fold)");
-  replay->add_option("run", args.run, "A run id, `latest`, or a run folder")->required();
+  add_run_options(replay, args.where);
   replay->add_option("-o,--output", args.output,
                      "Where to write it (default: - for standard output)");
   replay->add_flag("--check", args.check,
                    "Compare it with the run's manifest.json: exit 0 when byte-identical, 1 with "
                    "the first line that differs");
-  replay->add_option("--records", args.records,
-                     "The records folder a run id is looked up in (default: ./records)");
   return replay;
 }
 
 int records_replay_command(const ReplayArgs& args) {
-  auto folder = resolve_run_folder(args.run, args.records);
+  auto folder = run_folder(args.where);
   if (!folder) {
     fmt::print(stderr, "kiln: error: {}\n", folder.error());
     return k_exit_usage;

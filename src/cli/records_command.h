@@ -4,13 +4,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/records_folder.h"
+
 namespace kiln {
 
 struct ReplayArgs {
-  std::string run;                 // a run id, `latest`, or a run folder
-  std::string output = "-";        // a file, or - for standard output
-  bool check = false;              // compare with the run's manifest.json instead of writing
-  std::string records = "records"; // where a run id is looked up: <records>/runs/<id>
+  RecordsArgs where;        // the run, and the records folder a run id is looked up in
+  std::string output = "-"; // a file, or - for standard output
+  bool check = false;       // compare with the run's manifest.json instead of writing
 };
 
 /// `kiln records replay RUN`: register the subcommand and its options, filling `args`.
