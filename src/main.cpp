@@ -51,7 +51,10 @@ int dispatch(int argc, char** argv) {
   kiln::TraceArgs trace_args;
   CLI::App* trace = kiln::add_trace_command(app, trace_args);
   kiln::ReplayArgs replay_args;
-  CLI::App* replay = kiln::add_records_command(app, replay_args);
+  kiln::PruneArgs prune_args;
+  CLI::App* replay = nullptr;
+  CLI::App* records_prune = nullptr;
+  kiln::add_records_command(app, replay_args, prune_args, replay, records_prune);
   kiln::AttestArgs attest_args;
   CLI::App* attest_verify = kiln::add_attest_command(app, attest_args);
   try {
@@ -106,6 +109,9 @@ int dispatch(int argc, char** argv) {
   }
   if (replay->parsed()) {
     return kiln::records_replay_command(replay_args);
+  }
+  if (records_prune->parsed()) {
+    return kiln::records_prune_command(prune_args);
   }
   if (attest_verify->parsed()) {
     return kiln::attest_verify_command(attest_args);
