@@ -316,5 +316,39 @@ TEST(Cli, EveryCommandThatReadsARunFindsItsRecordsThroughTheChain) {
   EXPECT_EQ(dir.kiln({"records", "replay", "kept-records/runs/" + id, "--check"}).exit_code, 0);
 }
 
+TEST(Cli, HelpGroupsTheCommandsByWhatTheyAreFor) {
+  ChainDir dir;
+  KilnResult help = dir.kiln({"--help"});
+  ASSERT_EQ(help.exit_code, 0) << help.output;
+  size_t last = 0;
+  for (const char* heading :
+       {"\nBuild:\n  run", "\nInspect a run:\n  report", "\nRecords:\n  records",
+        "\nImages and gates:\n  gate", "\nCache and disk:\n  cache"}) {
+    size_t at = help.output.find(heading);
+    ASSERT_NE(at, std::string::npos) << heading << "\n" << help.output;
+    EXPECT_GT(at, last) << heading << " is out of order\n" << help.output;
+    last = at;
+  }
+}
+
+TEST(Cli, AMistypedCommandOrOptionNamesTheClosestOne) {
+  ChainDir dir;
+  KilnResult command = dir.kiln({"reprot"});
+  EXPECT_EQ(command.exit_code, 2);
+  EXPECT_EQ(command.output, "kiln: 'reprot' is not a kiln command; did you mean 'report'?\n");
+  KilnResult sub = dir.kiln({"records", "prnue", "--keep", "1"});
+  EXPECT_EQ(sub.exit_code, 2);
+  EXPECT_EQ(sub.output, "kiln: 'prnue' is not a kiln records command; did you mean 'prune'?\n");
+  KilnResult option = dir.kiln({"report", "--chian", "chain.toml"});
+  EXPECT_EQ(option.exit_code, 2);
+  EXPECT_EQ(option.output,
+            "kiln: '--chian' is not an option of kiln report; did you mean '--chain'?\n");
+  KilnResult far = dir.kiln({"frobnicate"});
+  EXPECT_EQ(far.exit_code, 2);
+  EXPECT_NE(far.output.find("kiln: 'frobnicate' is not a kiln command; its commands: run, lint"),
+            std::string::npos)
+      << far.output;
+}
+
 } // namespace
 } // namespace kiln::testing
