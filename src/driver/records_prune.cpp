@@ -41,6 +41,8 @@ std::vector<RunEntry> list_runs(const fs::path& records) {
     RunEntry run;
     run.id = entry.path().filename().string();
     run.started = started_by_id(run.id);
+    auto written = fs::last_write_time(entry.path() / "manifest.json", entry_ec);
+    run.written = std::chrono::duration<double>(written.time_since_epoch()).count();
     if (auto text = read_file(entry.path() / "manifest.json", k_manifest_read_limit)) {
       nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
       run.running = json_field<std::string>(doc, "status", "") == "running";
@@ -57,9 +59,19 @@ std::vector<RunEntry> list_runs(const fs::path& records) {
 
 PrunePlan plan_prune(std::vector<RunEntry> runs, const PruneRule& rule, double now,
                      const std::string& latest, bool lock_held, const std::string& lock_note) {
-  // Run ids sort by start time: newest first.
-  std::sort(runs.begin(), runs.end(),
-            [](const RunEntry& a, const RunEntry& b) { return a.id > b.id; });
+  // Newest first. A run id sorts by the second its run started; of the runs of one second, the
+  // one `latest` names started last, and the others ended (wrote their manifest last) in the
+  // order they started: the records lock makes them one after another.
+  auto second = [](const RunEntry& run) { return run.id.substr(0, 15); };
+  std::sort(runs.begin(), runs.end(), [&](const RunEntry& a, const RunEntry& b) {
+    if (second(a) != second(b)) {
+      return second(a) > second(b);
+    }
+    if ((a.id == latest) != (b.id == latest)) {
+      return a.id == latest;
+    }
+    return a.written != b.written ? a.written > b.written : a.id > b.id;
+  });
   PrunePlan plan;
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunEntry& run = runs[i];

@@ -18,11 +18,13 @@ struct PruneRule {
 };
 
 /// One run folder as a prune judges it: its id, when it started (the manifest's `started`,
-/// else the time in its id) and whether its manifest says `running`.
+/// else the time in its id), whether its manifest says `running`, and when its manifest was
+/// last written (on any clock: it orders runs whose ids name the same second).
 struct RunEntry {
   std::string id;
   double started = 0; // seconds since the epoch
   bool running = false;
+  double written = 0;
 };
 
 /// What a prune decided: the runs the rule selects, and those of them it keeps, each with why.

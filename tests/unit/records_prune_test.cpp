@@ -10,9 +10,9 @@ const double k_day = 86400;
 
 std::vector<RunEntry> three_runs() {
   // Any order: the plan sorts them by id, which is by start.
-  return {{"20261202-000000-bbbb", 10 * k_day, false},
-          {"20261201-000000-aaaa", 9 * k_day, false},
-          {"20261203-000000-cccc", 11 * k_day, false}};
+  return {{"20261202-000000-bbbb", 10 * k_day, false, 0},
+          {"20261201-000000-aaaa", 9 * k_day, false, 0},
+          {"20261203-000000-cccc", 11 * k_day, false, 0}};
 }
 
 TEST(PrunePlan, KeepRemovesAllButTheNewestOldestFirst) {
@@ -34,6 +34,16 @@ TEST(PrunePlan, NeverTheRunLatestNames) {
       plan_prune(three_runs(), {1, std::nullopt}, 12 * k_day, "20261201-000000-aaaa", true, "");
   EXPECT_EQ(plan.remove, std::vector<std::string>{"20261202-000000-bbbb"});
   EXPECT_EQ(plan.kept, std::vector<std::string>{"run 20261201-000000-aaaa: `latest` names it"});
+}
+
+TEST(PrunePlan, OfRunsStartedInOneSecondTheOneLatestNamesIsTheNewestThenTheLastWritten) {
+  std::vector<RunEntry> runs = {{"20261203-000000-ffff", 11 * k_day, false, 2},
+                                {"20261203-000000-0000", 11 * k_day, false, 1},
+                                {"20261203-000000-eeee", 11 * k_day, false, 3}};
+  PrunePlan plan =
+      plan_prune(runs, {2, std::nullopt}, 12 * k_day, "20261203-000000-0000", true, "");
+  EXPECT_EQ(plan.remove, std::vector<std::string>{"20261203-000000-ffff"});
+  EXPECT_TRUE(plan.kept.empty());
 }
 
 TEST(PrunePlan, ARunningRunIsKeptUnlessTheCallerHoldsTheLock) {
