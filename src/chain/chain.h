@@ -277,7 +277,10 @@ struct Chain {
   std::string otlp_endpoint;
   std::filesystem::path versions_file; // absolute; empty when the chain names none
   std::filesystem::path records;       // absolute
-  KeyValues versions;                  // pins from versions_file, in file order
+  /// [records] keep: at the end of each run, remove all but the newest this many run folders
+  /// and their history rows (`kiln records prune --keep`); nullopt keeps every run.
+  std::optional<int> records_keep;
+  KeyValues versions; // pins from versions_file, in file order
   RetryPolicy defaults;
   std::vector<TransientClass> transient; // chain-file additions to the built-in classes
   /// In file order. With lanes, one per stage and lane, lane by lane: `<lane>/<stage>`.

@@ -459,6 +459,7 @@ tl::expected<Chain, Diagnostics> Loader::load() {
   read_publish(root);
   read_history(root);
   read_trace(root);
+  read_records(root);
   for (const auto* table : tables_in(root, "transient")) {
     read_transient(*table);
   }

@@ -697,6 +697,17 @@ void Loader::read_history(const toml::table& root) {
   }
 }
 
+void Loader::read_records(const toml::table& root) {
+  const auto* table = get<toml::table>(root, "at the top level", "records");
+  if (!table) {
+    return;
+  }
+  check_keys(*table, "in [records]", k_records_keys);
+  m_chain.records_keep = get_count(*table, "in [records]", "keep",
+                                   "1 keeps the newest run only; leave it out to "
+                                   "keep every run");
+}
+
 void Loader::read_trace(const toml::table& root) {
   const auto* table = get<toml::table>(root, "at the top level", "trace");
   if (!table) {

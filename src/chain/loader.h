@@ -31,7 +31,7 @@ inline const std::vector<std::string> k_isolations = {"chroot", "oci", "rootless
 
 inline const std::vector<std::string> k_top_keys = {
     "chain", "engine", "defaults", "transient", "cache",   "disk",  "resources", "gates",
-    "smoke", "stage",  "lane",     "publish",   "history", "trace", "worker"};
+    "smoke", "stage",  "lane",     "publish",   "history", "trace", "worker",    "records"};
 inline const std::vector<std::string> k_lane_keys = {"name", "platform", "host",       "ca",
                                                      "cert", "key",      "build_args", "workers"};
 inline const std::vector<std::string> k_worker_keys = {
@@ -46,6 +46,7 @@ inline const std::vector<std::string> k_publish_keys = {"index", "tls_verify", "
                                                         "sign", "verify"};
 inline const std::vector<std::string> k_history_keys = {"regression_percent", "regression_seconds"};
 inline const std::vector<std::string> k_trace_keys = {"otlp_endpoint"};
+inline const std::vector<std::string> k_records_keys = {"keep"};
 inline const std::vector<std::string> k_disk_keys = {
     "path",       "need_gb",          "guard_gb",         "floor_gb",
     "keep_slugs", "buildkit_keep_gb", "watch_interval_s", "exports_max_gb"};
@@ -192,6 +193,7 @@ private:
   void read_publish(const toml::table& root);
   void read_history(const toml::table& root);
   void read_trace(const toml::table& root);
+  void read_records(const toml::table& root);
   void read_gates(const toml::table& root);
   void read_smoke(const toml::table& root);
   /// An array of strings; `what` says what one entry is, for the error on a non-string.

@@ -18,15 +18,11 @@ CLI::App* add_explain_command(CLI::App& app, ExplainArgs& args) {
   CLI::App* explain = app.add_subcommand(
       "explain", "Why each stage of a run was built instead of reused, and what that cost; with "
                  "--plan, which stages a run would rebuild now");
-  explain->add_option("run", args.run, "A run id, `latest` (default), or a run folder");
+  add_run_options(explain, args.where);
   explain->add_option("--against", args.against,
                       "Compare with this run's inputs instead of each stage's last good build");
   explain->add_option("--format", args.format, "tty (default) or json")
       ->check(CLI::IsMember({"tty", "json"}));
-  explain->add_option("--records", args.records,
-                      "The records folder a run id is looked up in (default: the chain's, else "
-                      "./records)");
-  explain->add_option("--chain", args.chain_file, "The chain file");
   explain->add_flag("--plan", args.plan,
                     "Judge the chain as it is now against each stage's last good build, as "
                     "`kiln run --dry-run --explain` does; nothing is built (needs --chain)");
@@ -44,11 +40,11 @@ CLI::App* add_explain_command(CLI::App& app, ExplainArgs& args) {
 namespace {
 
 int explain_plan_command(const ExplainArgs& args) {
-  if (args.chain_file.empty()) {
+  if (args.where.chain_file.empty()) {
     fmt::print(stderr, "kiln: error: explain --plan judges a chain: name it with --chain FILE\n");
     return k_exit_usage;
   }
-  auto chain = load_chain_or_report(args.chain_file, args.engine, "nothing was judged");
+  auto chain = load_chain_or_report(args.where.chain_file, args.engine, "nothing was judged");
   if (!chain) {
     return k_exit_usage;
   }
@@ -76,19 +72,16 @@ int explain_command(const ExplainArgs& args) {
   if (args.plan) {
     return explain_plan_command(args);
   }
-  auto records = records_folder(args.records, args.chain_file);
-  if (!records) {
-    fmt::print(stderr, "kiln: error: {}\n", records.error());
-    return k_exit_usage;
-  }
-  auto run = resolve_run_folder(args.run, records->string());
+  auto run = run_folder(args.where);
   if (!run) {
     fmt::print(stderr, "kiln: error: {}\n", run.error());
     return k_exit_usage;
   }
   std::optional<std::filesystem::path> against;
   if (!args.against.empty()) {
-    auto other = resolve_run_folder(args.against, records->string());
+    RecordsArgs other_run = args.where;
+    other_run.run = args.against;
+    auto other = run_folder(other_run);
     if (!other) {
       fmt::print(stderr, "kiln: error: {}\n", other.error());
       return k_exit_usage;

@@ -5,15 +5,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/records_folder.h"
+
 namespace kiln {
 
 struct ExplainArgs {
-  std::string run = "latest"; // a run id, `latest`, or a run folder
+  RecordsArgs where;          // the run, the records folder, and the chain (--plan judges it)
   std::string against;        // a run to compare with instead of each stage's last good build
   std::string format = "tty"; // tty | json
-  std::string records;
-  std::string chain_file;
-  bool plan = false; // which stages a run would rebuild now, and why
+  bool plan = false;          // which stages a run would rebuild now, and why
   std::vector<std::string> build_args;
   std::vector<std::string> only;
   std::string from;

@@ -12,14 +12,8 @@ namespace kiln {
 
 namespace {
 
-void add_records_options(CLI::App* command, HistoryArgs& args) {
-  command->add_option("--records", args.records,
-                      "The records folder (default: the chain file's, or ./records)");
-  command->add_option("--chain", args.chain_file, "Read the records folder from this chain file");
-}
-
 std::optional<History> open_synced(const HistoryArgs& args, HistorySettings& settings) {
-  auto records = records_folder(args.records, args.chain_file, &settings);
+  auto records = records_folder(args.where.records, args.where.chain_file, &settings);
   if (!records) {
     fmt::print(stderr, "kiln: error: {}\n", records.error());
     return std::nullopt;
@@ -83,11 +77,11 @@ void add_history_command(CLI::App& app, HistoryArgs& args, CLI::App*& show, CLI:
   show->add_option("--min-seconds", args.seconds,
                    "... and at least this many seconds slower (default: the chain's, or 30)")
       ->check(CLI::Range(0.0, 1e9));
-  add_records_options(show, args);
+  add_records_options(show, args.where);
   prune = show->add_subcommand("prune", "Forget all but the newest runs (their folders stay)");
   prune->add_option("--keep", args.keep, "How many runs to keep (default 1000)")
       ->check(CLI::Range(0, 100000000));
-  add_records_options(prune, args);
+  add_records_options(prune, args.where);
 }
 
 int history_command(const HistoryArgs& args) {
@@ -97,9 +91,9 @@ int history_command(const HistoryArgs& args) {
     return k_exit_usage;
   }
   // The chain's [history] when it is named, else what its newest run judged by.
-  RegressionRule rule = args.chain_file.empty() ? history->rule()
-                                                : RegressionRule{settings.regression_percent,
-                                                                 settings.regression_seconds};
+  RegressionRule rule = args.where.chain_file.empty() ? history->rule()
+                                                      : RegressionRule{settings.regression_percent,
+                                                                       settings.regression_seconds};
   rule.percent = args.percent.value_or(rule.percent);
   rule.seconds = args.seconds.value_or(rule.seconds);
   if (args.causes) {

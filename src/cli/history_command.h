@@ -5,14 +5,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/records_folder.h"
+
 namespace kiln {
 
 struct HistoryArgs {
   std::string stage;
   std::string lane;
   std::string format = "tty";
-  std::string records;
-  std::string chain_file;
+  RecordsArgs where; // the records folder; no run: the history is of every run
   int limit = 20;
   std::optional<double> percent; // unset: the chain's [history], or its defaults
   std::optional<double> seconds;

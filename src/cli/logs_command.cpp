@@ -27,12 +27,10 @@ CLI::App* add_logs_command(CLI::App& app, LogsArgs& args) {
   CLI::App* analyze = logs->add_subcommand(
       "analyze", "Step times, idle tails, clipped output, compile caches, warnings, the real "
                  "error and silent retries of a log, a run folder or a run id");
-  analyze->add_option("target", args.target, "An attempt log, a run folder, or a run id")
-      ->required();
+  add_run_options(analyze, args.where,
+                  "An attempt log, a run folder, a run id, or `latest` (default)");
   analyze->add_option("--format", args.format, "tty (default) or json")
       ->check(CLI::IsMember({"tty", "json"}));
-  analyze->add_option("--records", args.records,
-                      "The records folder a run id is looked up in (default: records)");
   analyze->add_option("--top", args.options.top, "How many of the slowest steps to list")
       ->check(CLI::NonNegativeNumber);
   analyze
@@ -57,7 +55,18 @@ int logs_analyze_command(LogsArgs& args) {
   if (!args.signal.empty()) {
     args.options.signal = class_list(args.signal);
   }
-  auto run = forensics::analyze_target(args.target, args.records, args.options);
+  // A log or a run folder needs no records folder; a run id is looked up in ./records unless
+  // the options name another.
+  std::filesystem::path records = args.where.records.empty() ? "records" : args.where.records;
+  if (!args.where.chain_file.empty()) {
+    auto found = records_folder(args.where.records, args.where.chain_file);
+    if (!found) {
+      fmt::print(stderr, "kiln: error: {}\n", found.error());
+      return k_exit_usage;
+    }
+    records = *found;
+  }
+  auto run = forensics::analyze_target(args.where.run, records, args.options);
   if (!run) {
     fmt::print(stderr, "kiln: error: {}\n", run.error());
     return k_exit_usage;

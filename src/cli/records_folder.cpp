@@ -60,4 +60,29 @@ tl::expected<std::filesystem::path, std::string> resolve_run_folder(const std::s
   return folder;
 }
 
+void add_records_options(CLI::App* command, RecordsArgs& args) {
+  command->add_option("--records", args.records,
+                      "The records folder (default: the chain file's, or ./records)");
+  command->add_option("--chain", args.chain_file,
+                      "The chain file: its [chain] records is the records folder");
+}
+
+void add_run_options(CLI::App* command, RecordsArgs& args, const std::string& what) {
+  command->add_option("run", args.run, what);
+  add_records_options(command, args);
+}
+
+tl::expected<std::filesystem::path, std::string> run_folder(const RecordsArgs& args) {
+  std::error_code error;
+  // A folder named as the run needs no records folder to be found in.
+  if (args.chain_file.empty() && std::filesystem::is_directory(args.run, error)) {
+    return resolve_run_folder(args.run, args.records);
+  }
+  auto records = records_folder(args.records, args.chain_file);
+  if (!records) {
+    return tl::unexpected(records.error());
+  }
+  return resolve_run_folder(args.run, records->string());
+}
+
 } // namespace kiln

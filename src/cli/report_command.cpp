@@ -16,7 +16,7 @@ namespace kiln {
 CLI::App* add_report_command(CLI::App& app, ReportArgs& args) {
   CLI::App* report =
       app.add_subcommand("report", "Write a run's record as one self-contained HTML page");
-  report->add_option("run", args.run, "A run id, `latest`, or a run folder")->required();
+  add_run_options(report, args.where);
   report
       ->add_option("--format", args.format,
                    "html (default: the page) or junit (JUnit XML: a test case per stage, for "
@@ -25,13 +25,11 @@ CLI::App* add_report_command(CLI::App& app, ReportArgs& args) {
   report->add_option("-o,--output", args.output,
                      "Where to write it (default: report.html, or junit.xml, in the run folder; "
                      "- for standard output)");
-  report->add_option("--records", args.records,
-                     "The records folder a run id is looked up in (default: ./records)");
   return report;
 }
 
 int report_command(const ReportArgs& args) {
-  auto folder = resolve_run_folder(args.run, args.records);
+  auto folder = run_folder(args.where);
   if (!folder) {
     fmt::print(stderr, "kiln: error: {}\n", folder.error());
     return k_exit_usage;

@@ -4,15 +4,16 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+
+#include "cli/records_folder.h"
 #include <tl/expected.hpp>
 
 namespace kiln {
 
 struct ReportArgs {
-  std::string run;                 // a run id, `latest`, or a run folder
-  std::string format = "html";     // html or junit
-  std::string output;              // "": <run folder>/report.html (junit.xml); "-": stdout
-  std::string records = "records"; // where a run id is looked up: <records>/runs/<id>
+  RecordsArgs where;           // the run, and the records folder a run id is looked up in
+  std::string format = "html"; // html or junit
+  std::string output;          // "": <run folder>/report.html (junit.xml); "-": stdout
 };
 
 /// `kiln report RUN`: register the subcommand and its options, filling `args`.

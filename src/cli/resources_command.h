@@ -4,11 +4,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/records_folder.h"
+
 namespace kiln {
 
-/// `kiln resources summarize CSV`: returns the subcommand.
-CLI::App* add_resources_command(CLI::App& app, std::string& csv);
+/// `kiln resources summarize [CSV | RUN]`: returns the subcommand.
+CLI::App* add_resources_command(CLI::App& app, RecordsArgs& args);
 
-int resources_summarize_command(const std::string& csv);
+/// Summarize a resources.csv: the file named, else the one in the run named.
+int resources_summarize_command(const RecordsArgs& args);
 
 } // namespace kiln

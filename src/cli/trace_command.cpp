@@ -14,7 +14,7 @@ namespace kiln {
 CLI::App* add_trace_command(CLI::App& app, TraceArgs& args) {
   CLI::App* trace = app.add_subcommand(
       "trace", "Write a run's spans (run, lane, stage, attempt, step) as a trace");
-  trace->add_option("run", args.run, "A run id, `latest`, or a run folder")->required();
+  add_run_options(trace, args.where);
   trace
       ->add_option("--format", args.format,
                    "otlp: OTLP/JSON, what an OpenTelemetry collector reads (default); chrome: "
@@ -22,13 +22,11 @@ CLI::App* add_trace_command(CLI::App& app, TraceArgs& args) {
       ->check(CLI::IsMember({"otlp", "chrome"}));
   trace->add_option("-o,--output", args.output,
                     "Where to write it (default: - for standard output)");
-  trace->add_option("--records", args.records,
-                    "The records folder a run id is looked up in (default: ./records)");
   return trace;
 }
 
 int trace_command(const TraceArgs& args) {
-  auto folder = resolve_run_folder(args.run, args.records);
+  auto folder = run_folder(args.where);
   if (!folder) {
     fmt::print(stderr, "kiln: error: {}\n", folder.error());
     return k_exit_usage;

@@ -4,13 +4,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/records_folder.h"
+
 namespace kiln {
 
 struct TraceArgs {
-  std::string run;                 // a run id, `latest`, or a run folder
-  std::string format = "otlp";     // otlp | chrome
-  std::string output = "-";        // a file, or - for standard output
-  std::string records = "records"; // where a run id is looked up: <records>/runs/<id>
+  RecordsArgs where;           // the run, and the records folder a run id is looked up in
+  std::string format = "otlp"; // otlp | chrome
+  std::string output = "-";    // a file, or - for standard output
 };
 
 /// `kiln trace RUN`: register the subcommand and its options, filling `args`.

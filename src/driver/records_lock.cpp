@@ -51,8 +51,7 @@ tl::expected<RecordsLock, std::string> RecordsLock::acquire(const fs::path& reco
     if (error != EWOULDBLOCK) {
       return tl::unexpected(fmt::format("cannot lock {}: {}", file.string(), std::strerror(error)));
     }
-    auto holder = read_file(file, 4096);
-    std::string who = holder ? std::string(holder->substr(0, holder->find('\n'))) : "";
+    std::string who = holder(records);
     return tl::unexpected(fmt::format(
         "another kiln run or command is using the records folder {}{}; wait for it to end, or "
         "give this chain other records ([chain] records)",
@@ -61,6 +60,11 @@ tl::expected<RecordsLock, std::string> RecordsLock::acquire(const fs::path& reco
   RecordsLock lock;
   lock.m_fd = fd;
   return lock;
+}
+
+std::string RecordsLock::holder(const fs::path& records) {
+  auto text = read_file(records / "kiln.lock", 4096);
+  return text ? std::string(text->substr(0, text->find('\n'))) : "";
 }
 
 void RecordsLock::describe(const std::string& holder, const std::string& started) {

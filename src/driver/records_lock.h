@@ -22,6 +22,10 @@ public:
   /// Take the lock, or say which run holds it and what to do.
   static tl::expected<RecordsLock, std::string> acquire(const std::filesystem::path& records);
 
+  /// Who the lock file of `records` says holds or last held the lock (`run 20261202-..., pid
+  /// 12 on host, started ...`); "" when it names no one.
+  static std::string holder(const std::filesystem::path& records);
+
   /// Say in the lock file who holds it (`run 20261202-...`, `kiln disk reclaim`), with this
   /// process and host, for the message a second run or command prints.
   void describe(const std::string& holder, const std::string& started);

@@ -643,6 +643,7 @@ int Run::execute(const std::vector<const Stage*>& stages,
   for (const auto& line : remove_leftovers(find_leftovers(m_chain, engine_store))) {
     m_folder.log(line);
   }
+  keep_records(); // the record is final and indexed: only older runs go
   return exit_code;
 }
 

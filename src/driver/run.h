@@ -122,6 +122,9 @@ private:
   void finish_sampler();
   /// Index the finished run in the run history and say which stages took longer than usual.
   void note_history();
+  /// With `[records] keep`, remove all but the newest run folders and their history rows; under
+  /// the run's own records lock, so no other run is live.
+  void keep_records();
   /// Send the run's spans to `[trace] otlp_endpoint` (or OTEL_EXPORTER_OTLP_ENDPOINT): a
   /// failure is a warning, never the run's.
   void export_trace();

@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "disk/sizes.h"
 #include "driver/publish.h"
+#include "driver/records_prune.h"
 #include "driver/run_history.h"
 #include "forensics/trace.h"
 #include "util/http_post.h"
@@ -214,6 +216,29 @@ void Run::note_history() {
   }
   if (m_options.output != nullptr) {
     m_options.output->log_analysis = std::move(notes.log_analysis);
+  }
+}
+
+void Run::keep_records() {
+  if (!m_chain.records_keep) {
+    return;
+  }
+  PruneOutcome pruned = prune_records(m_chain.records, {m_chain.records_keep, std::nullopt},
+                                      m_clock.wall(), false, true);
+  if (!pruned.removed.empty()) {
+    std::string line =
+        fmt::format("records: removed {} run(s) beyond the newest {} ([records] "
+                    "keep), {} freed",
+                    pruned.removed.size(), *m_chain.records_keep, decimal_size(pruned.bytes));
+    m_folder.log(line + ": " + join(pruned.removed, ", "));
+    m_console.note(line);
+  }
+  for (const auto& kept : pruned.plan.kept) {
+    m_folder.log("records: kept " + kept);
+  }
+  for (const auto& error : pruned.errors) {
+    m_folder.log("warning: records: " + error);
+    m_console.note("warning: records: " + error);
   }
 }
 

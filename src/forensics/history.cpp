@@ -658,6 +658,24 @@ bool History::last_run_clipped(const std::string& stage, const std::string& lane
   return q.step() && q.integer(0) != 0;
 }
 
+namespace {
+
+/// Delete the rows of `run_ids` (the run and its stages) inside the caller's transaction; how
+/// many runs the history knew.
+int delete_runs(sqlite3* db, const std::vector<std::string>& run_ids) {
+  int known = 0;
+  for (const auto& id : run_ids) {
+    Statement stages(db, "DELETE FROM stages WHERE run_id = ?1");
+    stages.bind(1, id).step();
+    Statement runs(db, "DELETE FROM runs WHERE run_id = ?1");
+    runs.bind(1, id).step();
+    known += sqlite3_changes(db) > 0 ? 1 : 0;
+  }
+  return known;
+}
+
+} // namespace
+
 int History::prune(int keep) {
   std::vector<std::string> ids = runs();
   if (keep < 0 || ids.size() <= static_cast<size_t>(keep)) {
@@ -666,14 +684,23 @@ int History::prune(int keep) {
   // The oldest run kept: older folders are not indexed again by sync().
   std::string floor = keep == 0 ? ids.front() + "~" : ids[static_cast<size_t>(keep) - 1];
   exec(m_db, "BEGIN IMMEDIATE");
-  Statement stages(m_db, "DELETE FROM stages WHERE run_id < ?1");
-  stages.bind(1, floor).step();
-  Statement runs(m_db, "DELETE FROM runs WHERE run_id < ?1");
-  runs.bind(1, floor).step();
+  int removed = delete_runs(m_db, {ids.begin() + keep, ids.end()});
   Statement mark(m_db, "INSERT OR REPLACE INTO meta(key, value) VALUES('pruned_before', ?1)");
   mark.bind(1, floor).step();
   exec(m_db, "COMMIT");
-  return static_cast<int>(ids.size()) - keep;
+  return removed;
+}
+
+tl::expected<int, std::string> History::forget(const std::vector<std::string>& run_ids) {
+  if (auto begun = exec(m_db, "BEGIN IMMEDIATE"); !begun) {
+    return tl::unexpected("cannot write the run history: " + begun.error());
+  }
+  int removed = delete_runs(m_db, run_ids);
+  if (auto committed = exec(m_db, "COMMIT"); !committed) {
+    exec(m_db, "ROLLBACK");
+    return tl::unexpected("cannot write the run history: " + committed.error());
+  }
+  return removed;
 }
 
 namespace {

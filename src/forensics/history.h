@@ -146,8 +146,13 @@ public:
   /// Whether the stage's newest indexed run before now had a clipped log.
   bool last_run_clipped(const std::string& stage, const std::string& lane) const;
 
-  /// Keep the newest `keep` runs; returns how many were removed.
+  /// Keep the newest `keep` runs; returns how many were removed. Their folders stay, and
+  /// sync() indexes none older than the oldest kept again.
   int prune(int keep);
+
+  /// Forget the runs `run_ids` (their folders are gone: `kiln records prune`); returns how many
+  /// the history knew.
+  tl::expected<int, std::string> forget(const std::vector<std::string>& run_ids);
 
 private:
   explicit History(sqlite3* db);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <random>
@@ -49,6 +50,37 @@ std::string human_duration(double seconds) {
     std::snprintf(text, sizeof text, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
   }
   return text;
+}
+
+std::optional<double> parse_age(std::string_view text) {
+  if (text.size() < 2) {
+    return std::nullopt;
+  }
+  double unit = 0;
+  switch (text.back()) {
+  case 'm':
+    unit = 60;
+    break;
+  case 'h':
+    unit = 3600;
+    break;
+  case 'd':
+    unit = 86400;
+    break;
+  case 'w':
+    unit = 7 * 86400;
+    break;
+  default:
+    return std::nullopt;
+  }
+  std::string_view digits = text.substr(0, text.size() - 1);
+  // Whole numbers only, and bounded: a thousand years is older than any record.
+  uint32_t count = 0;
+  auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), count);
+  if (error != std::errc() || end != digits.data() + digits.size() || count > 365000) {
+    return std::nullopt;
+  }
+  return count * unit;
 }
 
 std::string short_duration(double seconds) {

@@ -23,6 +23,10 @@ std::string make_run_id(SystemTime time);
 /// Seconds as a short human duration: `42s`, `3m07s`, `2h05m`.
 std::string human_duration(double seconds);
 
+/// Seconds in an age written as a whole number and one unit: `90m`, `12h`, `30d`, `2w`; nothing
+/// when `text` is not that form.
+std::optional<double> parse_age(std::string_view text);
+
 /// Like human_duration, with tenths under a minute (`0.6s`, `12.4s`), where a second matters.
 std::string short_duration(double seconds);
 

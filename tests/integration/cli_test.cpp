@@ -274,5 +274,81 @@ TEST(Cli, ResourcesSummarizeRefusesANumberNoSamplerWrites) {
       << result.output;
 }
 
+/// Every command that reads a run finds it the same way: `--chain FILE` names the records
+/// folder (the chain's `[chain] records`), the run is `latest` unless named.
+TEST(Cli, EveryCommandThatReadsARunFindsItsRecordsThroughTheChain) {
+  ChainDir dir;
+  dir.copy_demo_for_replay();
+  std::string chain = dir.read("chain.toml");
+  chain.replace(chain.find("records = \"records\""), 19, "records = \"kept-records\"");
+  dir.write("chain.toml", chain);
+  FakeBuildkit fake(dir);
+  KilnResult run = dir.kiln({"run", "--engine", "buildkit", "--only", "base", "chain.toml"},
+                            nullptr, fake.env());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::string id =
+      nlohmann::json::parse(dir.read("kept-records/latest/manifest.json")).value("run_id", "");
+  ASSERT_FALSE(id.empty());
+
+  // Without --chain nothing says where the records are: ./records has none.
+  KilnResult lost = dir.kiln({"report"});
+  EXPECT_EQ(lost.exit_code, 2) << lost.output;
+  EXPECT_NE(lost.output.find("--chain FILE"), std::string::npos) << lost.output;
+
+  KilnResult report = dir.kiln({"report", "--chain", "chain.toml", "-o", "page.html"});
+  EXPECT_EQ(report.exit_code, 0) << report.output;
+  EXPECT_NE(dir.read("page.html").find(id), std::string::npos);
+  KilnResult logs = dir.kiln({"logs", "analyze", "--chain", "chain.toml", "--format", "json"});
+  EXPECT_EQ(logs.exit_code, 0) << logs.output;
+  EXPECT_EQ(nlohmann::json::parse(logs.output, nullptr, false).value("run_id", ""), id)
+      << logs.output;
+  KilnResult explain = dir.kiln({"explain", id, "--chain", "chain.toml", "--format", "json"});
+  EXPECT_EQ(explain.exit_code, 0) << explain.output;
+  KilnResult trace = dir.kiln({"trace", "latest", "--chain", "chain.toml", "-o", "trace.json"});
+  EXPECT_EQ(trace.exit_code, 0) << trace.output;
+  EXPECT_NE(trace.output.find("of run " + id), std::string::npos) << trace.output;
+  KilnResult replay = dir.kiln({"records", "replay", "--chain", "chain.toml", "--check"});
+  EXPECT_EQ(replay.exit_code, 0) << replay.output;
+  KilnResult resources = dir.kiln({"resources", "summarize", "--chain", "chain.toml"});
+  EXPECT_EQ(resources.exit_code, 0) << resources.output;
+  // --records names the same folder; a run folder needs neither.
+  EXPECT_EQ(dir.kiln({"trace", id, "--records", "kept-records", "-o", "t2.json"}).exit_code, 0);
+  EXPECT_EQ(dir.kiln({"records", "replay", "kept-records/runs/" + id, "--check"}).exit_code, 0);
+}
+
+TEST(Cli, HelpGroupsTheCommandsByWhatTheyAreFor) {
+  ChainDir dir;
+  KilnResult help = dir.kiln({"--help"});
+  ASSERT_EQ(help.exit_code, 0) << help.output;
+  size_t last = 0;
+  for (const char* heading :
+       {"\nBuild:\n  run", "\nInspect a run:\n  report", "\nRecords:\n  records",
+        "\nImages and gates:\n  gate", "\nCache and disk:\n  cache"}) {
+    size_t at = help.output.find(heading);
+    ASSERT_NE(at, std::string::npos) << heading << "\n" << help.output;
+    EXPECT_GT(at, last) << heading << " is out of order\n" << help.output;
+    last = at;
+  }
+}
+
+TEST(Cli, AMistypedCommandOrOptionNamesTheClosestOne) {
+  ChainDir dir;
+  KilnResult command = dir.kiln({"reprot"});
+  EXPECT_EQ(command.exit_code, 2);
+  EXPECT_EQ(command.output, "kiln: 'reprot' is not a kiln command; did you mean 'report'?\n");
+  KilnResult sub = dir.kiln({"records", "prnue", "--keep", "1"});
+  EXPECT_EQ(sub.exit_code, 2);
+  EXPECT_EQ(sub.output, "kiln: 'prnue' is not a kiln records command; did you mean 'prune'?\n");
+  KilnResult option = dir.kiln({"report", "--chian", "chain.toml"});
+  EXPECT_EQ(option.exit_code, 2);
+  EXPECT_EQ(option.output,
+            "kiln: '--chian' is not an option of kiln report; did you mean '--chain'?\n");
+  KilnResult far = dir.kiln({"frobnicate"});
+  EXPECT_EQ(far.exit_code, 2);
+  EXPECT_NE(far.output.find("kiln: 'frobnicate' is not a kiln command; its commands: run, lint"),
+            std::string::npos)
+      << far.output;
+}
+
 } // namespace
 } // namespace kiln::testing

@@ -107,6 +107,11 @@ TEST(ReportBrowser, TheDemoRunsReportRendersInHeadlessChromium) {
 
 TEST(ReportCli, AMissingRunOrAnUnreadableManifestIsOneErrorLineAndExitTwo) {
   ChainDir dir;
+  KilnResult nowhere = dir.kiln({"report", "20261204-000000-0000"});
+  EXPECT_EQ(nowhere.exit_code, 2) << nowhere.output;
+  EXPECT_EQ(nowhere.output, "kiln: error: records holds no runs (no records/runs): name the "
+                            "records folder with --records DIR or the chain with --chain FILE\n");
+  std::filesystem::create_directories(dir.path() / "records/runs");
   KilnResult missing = dir.kiln({"report", "20261204-000000-0000"});
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
   EXPECT_EQ(missing.output,

@@ -405,8 +405,10 @@ std::vector<Finding> scan(const fs::path& file, const std::string& text) {
     }
   }
   // The literal "prune" builds a prune command: only BuildkitStore::prune_argv may. `kiln
-  // history prune` is kiln's own subcommand: it forgets rows of history.db, no engine's cache.
-  if (name != "src/disk/buildkit_store.cpp" && name != "src/cli/history_command.cpp") {
+  // history prune` and `kiln records prune` are kiln's own subcommands: they forget rows of
+  // history.db and remove run folders, no engine's cache.
+  if (name != "src/disk/buildkit_store.cpp" && name != "src/cli/history_command.cpp" &&
+      name != "src/cli/records_command.cpp") {
     for (size_t at = text.find("\"prune\""); at != std::string::npos;
          at = text.find("\"prune\"", at + 1)) {
       findings.push_back({name, "the literal \"prune\"", excerpt(at)});
