@@ -322,8 +322,8 @@ TEST(Cli, HelpGroupsTheCommandsByWhatTheyAreFor) {
   ASSERT_EQ(help.exit_code, 0) << help.output;
   size_t last = 0;
   for (const char* heading :
-       {"\nBuild:\n  run", "\nInspect a run:\n  report", "\nRecords:\n  records",
-        "\nImages and gates:\n  gate", "\nCache and disk:\n  cache"}) {
+       {"\nStart a chain:\n  init", "\nBuild:\n  run", "\nInspect a run:\n  report",
+        "\nRecords:\n  records", "\nImages and gates:\n  gate", "\nCache and disk:\n  cache"}) {
     size_t at = help.output.find(heading);
     ASSERT_NE(at, std::string::npos) << heading << "\n" << help.output;
     EXPECT_GT(at, last) << heading << " is out of order\n" << help.output;
@@ -345,7 +345,8 @@ TEST(Cli, AMistypedCommandOrOptionNamesTheClosestOne) {
             "kiln: '--chian' is not an option of kiln report; did you mean '--chain'?\n");
   KilnResult far = dir.kiln({"frobnicate"});
   EXPECT_EQ(far.exit_code, 2);
-  EXPECT_NE(far.output.find("kiln: 'frobnicate' is not a kiln command; its commands: run, lint"),
+  EXPECT_NE(far.output.find(
+                "kiln: 'frobnicate' is not a kiln command; its commands: init, import, run, lint"),
             std::string::npos)
       << far.output;
 }
