@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "chain/loader.h"
+#include "chain/toml_string.h"
 #include "util/strings.h"
 
 namespace kiln {
@@ -537,37 +538,6 @@ private:
 };
 
 } // namespace
-
-std::string toml_string(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    auto byte = static_cast<unsigned char>(c);
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    case '\r':
-      out += "\\r";
-      break;
-    default:
-      if (byte < 0x20 || byte == 0x7f) {
-        out += fmt::format("\\u{:04X}", byte);
-      } else {
-        out += c;
-      }
-    }
-  }
-  return out + "\"";
-}
 
 std::string kiln_name(std::string_view text) {
   std::string name;

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "chain/toml_string.h"
 #include "chain/versions.h"
 #include "dockerfile/external_refs.h"
 #include "dockerfile/source.h"
@@ -253,26 +254,6 @@ tl::expected<ChainDraft, std::string> draft_chain(const fs::path& dir,
   }
   return draft;
 }
-
-namespace {
-
-/// A TOML basic string: quotes, backslashes and control characters escaped.
-std::string toml_string(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      out += fmt::format("\\u{:04X}", static_cast<unsigned char>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-} // namespace
 
 std::string render_chain(const ChainDraft& draft) {
   std::string out = fmt::format(

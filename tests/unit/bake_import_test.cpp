@@ -1,3 +1,4 @@
+#include "chain/toml_string.h"
 #include "import/bake_chain.h"
 #include "import/bake_file.h"
 #include "temp_dir.h"
