@@ -16,18 +16,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-const Json& field(const Json& object, const char* key) {
-  static const Json null_value;
-  auto found = object.find(key); // end() for anything but an object
-  return found == object.end() ? null_value : *found;
-}
-
-const Json& array_field(const Json& object, const char* key) {
-  static const Json empty = Json::array();
-  const Json& value = field(object, key);
-  return value.is_array() ? value : empty;
-}
-
 std::string str(const Json& object, const char* key) {
   return json_field(object, key, std::string());
 }
@@ -42,7 +30,7 @@ std::string cache_column(const Json& stage) {
   if (outcome == "reused") {
     return "cached";
   }
-  const Json& attempts = array_field(stage, "attempts");
+  const Json& attempts = json_array(stage, "attempts");
   if (str(stage, "status") != "ok" || attempts.empty()) {
     return "-"; // no image came of it
   }
@@ -54,11 +42,11 @@ std::string cache_column(const Json& stage) {
 void stage_table(std::string& out, const Json& manifest) {
   out += "| Stage | Lane | Result | Time | Cache | Cause |\n"
          "| --- | --- | --- | ---: | --- | --- |\n";
-  for (const auto& stage : array_field(manifest, "stages")) {
+  for (const auto& stage : json_array(manifest, "stages")) {
     std::string result =
         str(stage, "outcome").empty() ? str(stage, "status") : str(stage, "outcome");
     std::string cause;
-    if (const Json& c = field(stage, "cause"); c.is_object()) {
+    if (const Json& c = json_member(stage, "cause"); c.is_object()) {
       cause = md(c, "summary");
     } else if (!str(stage, "failure").empty()) {
       cause = md(stage, "failure");
@@ -71,17 +59,17 @@ void stage_table(std::string& out, const Json& manifest) {
 
 void gate_lines(std::string& out, const Json& manifest) {
   std::string lines;
-  for (const auto& stage : array_field(manifest, "stages")) {
-    for (const auto& gate : array_field(stage, "gates")) {
+  for (const auto& stage : json_array(manifest, "stages")) {
+    for (const auto& gate : json_array(stage, "gates")) {
       std::string findings;
-      for (const auto& finding : array_field(gate, "findings")) {
+      for (const auto& finding : json_array(gate, "findings")) {
         findings += (findings.empty() ? ": " : "; ") +
                     markdown_text(finding.is_string() ? finding.get<std::string>() : "");
       }
       fmt::format_to(std::back_inserter(lines), "- {} {} gate on {}: **{}**{}\n", md(stage, "name"),
                      md(gate, "gate"), md(gate, "subject"), md(gate, "verdict"), findings);
     }
-    if (const Json& smoke = field(stage, "smoke"); smoke.is_object()) {
+    if (const Json& smoke = json_member(stage, "smoke"); smoke.is_object()) {
       fmt::format_to(std::back_inserter(lines),
                      "- {} smoke floors: **{}**: {} passed, {} failed, {} skipped (min_passed "
                      "{}, max_skipped {}){}\n",
@@ -91,7 +79,7 @@ void gate_lines(std::string& out, const Json& manifest) {
                      str(smoke, "reason").empty() ? "" : ": " + md(smoke, "reason"));
     }
     std::string not_run;
-    for (const auto& gate : array_field(stage, "gates_not_run")) {
+    for (const auto& gate : json_array(stage, "gates_not_run")) {
       not_run += (not_run.empty() ? "" : ", ") +
                  markdown_text(gate.is_string() ? gate.get<std::string>() : "");
     }
@@ -100,8 +88,8 @@ void gate_lines(std::string& out, const Json& manifest) {
                      md(stage, "name"), not_run);
     }
   }
-  for (const auto& publish : array_field(manifest, "publish")) {
-    for (const auto& gate : array_field(publish, "gates")) {
+  for (const auto& publish : json_array(manifest, "publish")) {
+    for (const auto& gate : json_array(publish, "gates")) {
       fmt::format_to(std::back_inserter(lines), "- publish {} {} gate: **{}**\n",
                      md(publish, "ref"), md(gate, "gate"), md(gate, "verdict"));
     }
@@ -118,7 +106,7 @@ void regression_lines(std::string& out, const std::optional<Json>& history) {
     return; // no run history in these records: nothing to compare with
   }
   out += "\n**Regressions**\n\n";
-  const Json& rows = array_field(*history, "regressions");
+  const Json& rows = json_array(*history, "regressions");
   if (rows.empty()) {
     out += "No stage was slower than its history.\n";
     return;
@@ -158,16 +146,16 @@ std::string markdown_text(std::string_view text, size_t limit) {
 
 std::string render_step_summary(const ReportInput& in) {
   const Json& manifest = in.manifest;
-  const Json& engine = field(manifest, "engine");
+  const Json& engine = json_member(manifest, "engine");
   std::string out =
       fmt::format("### kiln run {}: {}\n\n", md(manifest, "run_id"), md(manifest, "status"));
   fmt::format_to(std::back_inserter(out), "Chain {} on {} {}, {} wall time.\n\n",
-                 md(field(manifest, "chain"), "name"), md(engine, "name"), md(engine, "version"),
-                 human_duration(json_field(manifest, "wall_seconds", 0.0)));
+                 md(json_member(manifest, "chain"), "name"), md(engine, "name"),
+                 md(engine, "version"), human_duration(json_field(manifest, "wall_seconds", 0.0)));
   stage_table(out, manifest);
-  const Json& path = field(manifest, "critical_path");
+  const Json& path = json_member(manifest, "critical_path");
   std::string stages;
-  for (const auto& stage : array_field(path, "stages")) {
+  for (const auto& stage : json_array(path, "stages")) {
     stages += (stages.empty() ? "" : " → ") +
               markdown_text(stage.is_string() ? stage.get<std::string>() : "");
   }

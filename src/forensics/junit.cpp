@@ -34,19 +34,6 @@ Verdict verdict_of(const std::string& status) {
   return Verdict::skipped; // skipped, and pending or running in a record that never ended
 }
 
-// Every field read defensively: an old, partial or hand-edited record still renders.
-const Json& field(const Json& object, const char* key) {
-  static const Json null_value;
-  auto found = object.find(key); // end() for anything but an object
-  return found == object.end() ? null_value : *found;
-}
-
-const Json& array_field(const Json& object, const char* key) {
-  static const Json empty = Json::array();
-  const Json& value = field(object, key);
-  return value.is_array() ? value : empty;
-}
-
 std::string str(const Json& object, const char* key) {
   return json_field(object, key, std::string());
 }
@@ -98,11 +85,11 @@ std::string failure_text(const Json& stage, const ReportInput& in,
       }
     }
   }
-  for (const auto& gate : array_field(stage, "gates")) {
+  for (const auto& gate : json_array(stage, "gates")) {
     std::string verdict = str(gate, "verdict");
     if (verdict == "refused" || verdict == "unreadable") {
       text += fmt::format("{} gate on {}: {}\n", str(gate, "gate"), str(gate, "subject"), verdict);
-      for (const auto& finding : array_field(gate, "findings")) {
+      for (const auto& finding : json_array(gate, "findings")) {
         text += "  " + (finding.is_string() ? finding.get<std::string>() : finding.dump()) + "\n";
       }
       if (!str(gate, "reason").empty()) {
@@ -110,7 +97,7 @@ std::string failure_text(const Json& stage, const ReportInput& in,
       }
     }
   }
-  const Json& attempts = array_field(stage, "attempts");
+  const Json& attempts = json_array(stage, "attempts");
   if (!attempts.empty() && !str(attempts.back(), "log").empty()) {
     text += "log: " + (run_dir / str(attempts.back(), "log")).string() + "\n";
   } else {
@@ -186,8 +173,8 @@ std::string xml_escape(std::string_view text, bool attribute) {
 
 std::string render_junit(const ReportInput& in, const std::filesystem::path& run_dir) {
   const Json& manifest = in.manifest;
-  const std::string chain = str(field(manifest, "chain"), "name");
-  const Json& stages = array_field(manifest, "stages");
+  const std::string chain = str(json_member(manifest, "chain"), "name");
+  const Json& stages = json_array(manifest, "stages");
   std::map<std::string, const Json*> by_name;
   std::vector<Suite> suites;
   for (const auto& stage : stages) {
@@ -226,18 +213,17 @@ std::string render_junit(const ReportInput& in, const std::filesystem::path& run
       std::string outcome = str(stage, "outcome");
       cases += "      <properties>\n";
       property(cases, "outcome", outcome.empty() ? str(stage, "status") : outcome, "        ");
-      property(cases, "attempts", std::to_string(array_field(stage, "attempts").size()),
-               "        ");
+      property(cases, "attempts", std::to_string(json_array(stage, "attempts").size()), "        ");
       if (!str(stage, "image_id").empty()) {
         property(cases, "image", str(stage, "image_id"), "        ");
       }
       if (!str(stage, "worker").empty()) {
         property(cases, "worker", str(stage, "worker"), "        ");
       }
-      if (const Json& cause = field(stage, "cause"); cause.is_object()) {
+      if (const Json& cause = json_member(stage, "cause"); cause.is_object()) {
         property(cases, "cause", str(cause, "summary"), "        ");
       }
-      if (const Json& smoke = field(stage, "smoke"); smoke.is_object()) {
+      if (const Json& smoke = json_member(stage, "smoke"); smoke.is_object()) {
         for (const char* key : {"passed", "failed", "skipped", "min_passed", "max_skipped"}) {
           property(cases, fmt::format("smoke.{}", key), std::to_string(json_field(smoke, key, 0L)),
                    "        ");
@@ -283,7 +269,7 @@ std::string render_junit(const ReportInput& in, const std::filesystem::path& run
     body += ">\n    <properties>\n";
     property(body, "run_id", str(manifest, "run_id"), "      ");
     property(body, "status", str(manifest, "status"), "      ");
-    if (const Json& engine = field(manifest, "engine"); engine.is_object()) {
+    if (const Json& engine = json_member(manifest, "engine"); engine.is_object()) {
       property(body, "engine", fmt::format("{} {}", str(engine, "name"), str(engine, "version")),
                "      ");
     }

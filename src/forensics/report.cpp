@@ -15,6 +15,7 @@
 #include "forensics/history.h"
 #include "forensics/log_analysis.h"
 #include "util/fs.h"
+#include "util/json_field.h"
 #include "util/strings.h"
 #include "util/time.h"
 
@@ -42,28 +43,13 @@ constexpr size_t k_max_text = 1000;
 constexpr size_t k_max_rows = 50;
 constexpr size_t k_max_error_lines = 20;
 
-const Json& field(const Json& object, const char* key) {
-  static const Json null_value;
-  if (!object.is_object()) {
-    return null_value;
-  }
-  auto found = object.find(key);
-  return found == object.end() ? null_value : *found;
-}
-
-const Json& array_field(const Json& object, const char* key) {
-  static const Json empty = Json::array();
-  const Json& value = field(object, key);
-  return value.is_array() ? value : empty;
-}
-
 std::string text_field(const Json& object, const char* key) {
-  const Json& value = field(object, key);
+  const Json& value = json_member(object, key);
   return value.is_string() ? value.get<std::string>() : std::string();
 }
 
 std::optional<double> number_field(const Json& object, const char* key) {
-  const Json& value = field(object, key);
+  const Json& value = json_member(object, key);
   if (!value.is_number()) {
     return std::nullopt;
   }
@@ -175,15 +161,15 @@ double x_of(const Timeline& t, double seconds) {
 Timeline lay_out(const Json& manifest, const std::vector<ResourceRow>& resources) {
   Timeline t;
   std::set<std::string> on_path;
-  for (const Json& name : array_field(field(manifest, "critical_path"), "stages")) {
+  for (const Json& name : json_array(json_member(manifest, "critical_path"), "stages")) {
     if (name.is_string()) {
       on_path.insert(name.get<std::string>());
     }
   }
   std::optional<double> origin = parse_utc(text_field(manifest, "started"));
   if (!origin) {
-    for (const Json& stage : array_field(manifest, "stages")) {
-      for (const Json& attempt : array_field(stage, "attempts")) {
+    for (const Json& stage : json_array(manifest, "stages")) {
+      for (const Json& attempt : json_array(stage, "attempts")) {
         if (auto at = parse_utc(text_field(attempt, "started")); at && (!origin || *at < *origin)) {
           origin = at;
         }
@@ -193,7 +179,7 @@ Timeline lay_out(const Json& manifest, const std::vector<ResourceRow>& resources
   t.origin = origin.value_or(0);
   std::map<std::string, double> ends;
   double last = std::max(0.0, number_field(manifest, "wall_seconds").value_or(0));
-  for (const Json& stage : array_field(manifest, "stages")) {
+  for (const Json& stage : json_array(manifest, "stages")) {
     Bar bar;
     bar.stage = &stage;
     bar.name = text_field(stage, "name");
@@ -205,7 +191,7 @@ Timeline lay_out(const Json& manifest, const std::vector<ResourceRow>& resources
     }
     bar.critical = on_path.count(bar.name) > 0;
     double previous_end = 0;
-    for (const Json& attempt : array_field(stage, "attempts")) {
+    for (const Json& attempt : json_array(stage, "attempts")) {
       std::optional<double> at = parse_utc(text_field(attempt, "started"));
       if (!at) {
         continue;
@@ -213,7 +199,7 @@ Timeline lay_out(const Json& manifest, const std::vector<ResourceRow>& resources
       double raw = *at - t.origin;
       double start = raw;
       if (!bar.started) {
-        for (const Json& need : array_field(stage, "needs")) {
+        for (const Json& need : json_array(stage, "needs")) {
           if (auto found = ends.find(need.is_string() ? need.get<std::string>() : "");
               found != ends.end()) {
             start = std::max(start, found->second);
@@ -244,7 +230,7 @@ Timeline lay_out(const Json& manifest, const std::vector<ResourceRow>& resources
     }
     t.bars.push_back(std::move(bar));
   }
-  for (const Json& target : array_field(manifest, "publish")) {
+  for (const Json& target : json_array(manifest, "publish")) {
     if (auto at = parse_utc(text_field(target, "started"))) {
       PublishSpan span{text_field(target, "ref"), text_field(target, "status"), *at - t.origin, 0};
       // Whole seconds again: it began once the last stage ended, not before.
@@ -490,7 +476,7 @@ void gantt(std::string& out, const Timeline& t, const Json& manifest) {
     outcomes.insert(bar.outcome.substr(0, bar.outcome.find(':')));
   }
   std::vector<std::string> path;
-  for (const Json& name : array_field(field(manifest, "critical_path"), "stages")) {
+  for (const Json& name : json_array(json_member(manifest, "critical_path"), "stages")) {
     path.push_back(scalar_text(name));
   }
   std::string joined;
@@ -503,7 +489,8 @@ void gantt(std::string& out, const Timeline& t, const Json& manifest) {
       "height=\"14\"><rect class=\"swatch critical-swatch outcome-built\" x=\"2\" y=\"2\" "
       "width=\"22\" height=\"10\" rx=\"2\"/></svg> critical path: {} ({})</li>",
       path.empty() ? "none recorded" : esc(joined),
-      esc(seconds_text(number_field(field(manifest, "critical_path"), "seconds").value_or(0))));
+      esc(seconds_text(
+          number_field(json_member(manifest, "critical_path"), "seconds").value_or(0))));
   for (const auto& outcome : outcomes) {
     fmt::format_to(std::back_inserter(out),
                    "<li><svg width=\"26\" height=\"14\"><rect class=\"swatch {}\" x=\"2\" y=\"2\" "
@@ -640,10 +627,10 @@ void resource_chart(std::string& out, const Timeline& t, const ReportInput& in) 
 
 void header(std::string& out, const Json& m) {
   std::string status = text_field(m, "status");
-  const Json& engine = field(m, "engine");
-  const Json& path = field(m, "critical_path");
+  const Json& engine = json_member(m, "engine");
+  const Json& path = json_member(m, "critical_path");
   std::string joined;
-  for (const Json& name : array_field(path, "stages")) {
+  for (const Json& name : json_array(path, "stages")) {
     joined += (joined.empty() ? "" : " → ") + scalar_text(name);
   }
   fmt::format_to(std::back_inserter(out),
@@ -655,7 +642,7 @@ void header(std::string& out, const Json& m) {
     fmt::format_to(std::back_inserter(out), "<div data-fact=\"{}\"><dt>{}</dt><dd>{}</dd></div>",
                    key, term, esc(value));
   };
-  fact("chain", "chain", text_field(field(m, "chain"), "name"));
+  fact("chain", "chain", text_field(json_member(m, "chain"), "name"));
   fact("engine", "engine",
        fmt::format("{} {}", text_field(engine, "name"), text_field(engine, "version")));
   fact("host", "host", text_field(m, "host"));
@@ -666,12 +653,12 @@ void header(std::string& out, const Json& m) {
   fact("critical-path", "critical path", joined.empty() ? "-" : joined);
   fact("critical-path-seconds", "critical path time",
        fmt::format("{:.3f} s", number_field(path, "seconds").value_or(0)));
-  fact("max-parallel", "stages at once", scalar_text(field(m, "max_parallel")));
+  fact("max-parallel", "stages at once", scalar_text(json_member(m, "max_parallel")));
   if (std::string reason = text_field(m, "status_reason"); !reason.empty()) {
     fact("status-reason", "why", clipped(reason));
   }
   out += "</dl>\n";
-  const Json& errors = array_field(m, "record_errors");
+  const Json& errors = json_array(m, "record_errors");
   if (!errors.empty()) {
     out += "<ul class=\"record-errors\">";
     for (const Json& error : errors) {
@@ -683,7 +670,7 @@ void header(std::string& out, const Json& m) {
     fmt::format_to(std::back_inserter(out),
                    "<p class=\"note\">This manifest has schema {}; this report reads schema {} "
                    "and leaves out what it does not find.</p>\n",
-                   schema ? esc(scalar_text(field(m, "schema"))) : "none", k_manifest_schema);
+                   schema ? esc(scalar_text(json_member(m, "schema"))) : "none", k_manifest_schema);
   }
   out += "</header>\n";
 }
@@ -692,7 +679,7 @@ void header(std::string& out, const Json& m) {
 /// manifest also holds the pushes of a gated image, purpose `publish`).
 const Json* last_build(const Json& stage) {
   const Json* found = nullptr;
-  for (const Json& attempt : array_field(stage, "attempts")) {
+  for (const Json& attempt : json_array(stage, "attempts")) {
     if (text_field(attempt, "purpose") != "publish" || found == nullptr) {
       found = &attempt;
     }
@@ -704,7 +691,8 @@ std::string count_pair(const Json& object, const char* part, const char* whole) 
   if (!number_field(object, whole)) {
     return "-";
   }
-  return fmt::format("{}/{}", scalar_text(field(object, part)), scalar_text(field(object, whole)));
+  return fmt::format("{}/{}", scalar_text(json_member(object, part)),
+                     scalar_text(json_member(object, whole)));
 }
 
 void stages_table(std::string& out, const Timeline& t) {
@@ -714,7 +702,7 @@ void stages_table(std::string& out, const Timeline& t) {
   for (const Bar& bar : t.bars) {
     const Json& s = *bar.stage;
     std::string needs;
-    for (const Json& need : array_field(s, "needs")) {
+    for (const Json& need : json_array(s, "needs")) {
       needs += (needs.empty() ? "" : ", ") + scalar_text(need);
     }
     std::string image = text_field(s, "image_id");
@@ -726,7 +714,7 @@ void stages_table(std::string& out, const Timeline& t) {
                    bar.critical ? " <span class=\"mark\" title=\"on the critical path\">*</span>"
                                 : "",
                    esc(bar.lane), esc(text_field(s, "status")), esc(text_field(s, "outcome")),
-                   number_field(s, "seconds").value_or(0), array_field(s, "attempts").size(),
+                   number_field(s, "seconds").value_or(0), json_array(s, "attempts").size(),
                    esc(needs), esc(image), esc(image.substr(0, image.rfind(':') + 1 + 12)),
                    esc(clipped(text_field(s, "failure"))));
   }
@@ -741,14 +729,16 @@ void cache_table(std::string& out, const Timeline& t) {
          "floor</th></tr></thead><tbody>\n";
   for (const Bar& bar : t.bars) {
     const Json* attempt = last_build(*bar.stage);
-    const Json& compile = attempt != nullptr ? field(*attempt, "compile") : field(Json(), "");
+    const Json& compile =
+        attempt != nullptr ? json_member(*attempt, "compile") : json_member(Json(), "");
     std::string served = "-";
-    if (const Json& s = field(compile, "served"); s.is_object()) {
-      served = fmt::format("{}/{}/{}", scalar_text(field(s, "sccache")),
-                           scalar_text(field(s, "ccache")), scalar_text(field(s, "direct")));
+    if (const Json& s = json_member(compile, "served"); s.is_object()) {
+      served =
+          fmt::format("{}/{}/{}", scalar_text(json_member(s, "sccache")),
+                      scalar_text(json_member(s, "ccache")), scalar_text(json_member(s, "direct")));
     }
     auto number = [&compile](const char* key) {
-      std::string text = scalar_text(field(compile, key));
+      std::string text = scalar_text(json_member(compile, key));
       return text.empty() ? std::string("-") : text;
     };
     bool buildkit = attempt != nullptr && number_field(*attempt, "vertices").value_or(0) > 0;
@@ -773,7 +763,7 @@ void attempts_table(std::string& out, const Timeline& t) {
          "<th>verdict</th><th>steps cached</th><th>why</th><th>log</th></tr></thead><tbody>\n";
   size_t rows = 0;
   for (const Bar& bar : t.bars) {
-    for (const Json& a : array_field(*bar.stage, "attempts")) {
+    for (const Json& a : json_array(*bar.stage, "attempts")) {
       ++rows;
       std::string verdict = text_field(a, "verdict");
       std::string cls = text_field(a, "transient_class");
@@ -793,8 +783,8 @@ void attempts_table(std::string& out, const Timeline& t) {
       if (auto cut = number_field(a, "log_truncated_at_byte")) {
         why += fmt::format("<div class=\"cut\">log cut at byte {:.0f}</div>", *cut);
       }
-      if (field(a, "registry_cache_dropped").is_boolean() &&
-          field(a, "registry_cache_dropped").get<bool>()) {
+      if (json_member(a, "registry_cache_dropped").is_boolean() &&
+          json_member(a, "registry_cache_dropped").get<bool>()) {
         why += "<div>without the registry cache</div>";
       }
       std::string purpose = text_field(a, "purpose");
@@ -806,9 +796,9 @@ void attempts_table(std::string& out, const Timeline& t) {
           "<td class=\"num\">{10}</td><td class=\"why\">{11}</td><td "
           "class=\"log\"><code>{12}</code>"
           "</td></tr>\n",
-          esc(bar.name), esc(scalar_text(field(a, "number"))), esc(purpose),
+          esc(bar.name), esc(scalar_text(json_member(a, "number"))), esc(purpose),
           purpose == "publish" ? "publish " : "", esc(text_field(a, "started")),
-          number_field(a, "seconds").value_or(0), esc(scalar_text(field(a, "exit_code"))),
+          number_field(a, "seconds").value_or(0), esc(scalar_text(json_member(a, "exit_code"))),
           css_token(verdict), esc(verdict),
           cls.empty() ? "" : fmt::format(" <span class=\"class\">({})</span>", esc(cls)),
           count_pair(a, "steps_cached", "steps_run"), why, esc(text_field(a, "log")));
@@ -822,7 +812,7 @@ void attempts_table(std::string& out, const Timeline& t) {
 
 void gate_row(std::string& out, const std::string& stage, const Json& g) {
   std::string detail;
-  for (const Json& finding : array_field(g, "findings")) {
+  for (const Json& finding : json_array(g, "findings")) {
     detail += fmt::format("<div class=\"finding\">{}</div>", esc(clipped(scalar_text(finding))));
   }
   if (std::string reason = text_field(g, "reason"); !reason.empty()) {
@@ -842,28 +832,28 @@ void gates_table(std::string& out, const Json& m, const Timeline& t) {
          "<th>gate</th><th>subject</th><th>verdict</th><th>findings</th></tr></thead><tbody>\n";
   size_t rows = 0;
   for (const Bar& bar : t.bars) {
-    for (const Json& g : array_field(*bar.stage, "gates")) {
+    for (const Json& g : json_array(*bar.stage, "gates")) {
       gate_row(out, bar.name, g);
       ++rows;
     }
-    const Json& smoke = field(*bar.stage, "smoke");
+    const Json& smoke = json_member(*bar.stage, "smoke");
     if (smoke.is_object()) {
       Json g = {{"gate", "smoke"},
                 {"subject", fmt::format("{} passed, {} failed, {} skipped (floors: at least {} "
                                         "passed, at most {} skipped)",
-                                        scalar_text(field(smoke, "passed")),
-                                        scalar_text(field(smoke, "failed")),
-                                        scalar_text(field(smoke, "skipped")),
-                                        scalar_text(field(smoke, "min_passed")),
-                                        scalar_text(field(smoke, "max_skipped")))},
+                                        scalar_text(json_member(smoke, "passed")),
+                                        scalar_text(json_member(smoke, "failed")),
+                                        scalar_text(json_member(smoke, "skipped")),
+                                        scalar_text(json_member(smoke, "min_passed")),
+                                        scalar_text(json_member(smoke, "max_skipped")))},
                 {"verdict", text_field(smoke, "verdict")},
-                {"findings", array_field(smoke, "summaries")},
+                {"findings", json_array(smoke, "summaries")},
                 {"reason", text_field(smoke, "reason")}};
       gate_row(out, bar.name, g);
       ++rows;
     }
     std::string not_run;
-    for (const Json& gate : array_field(*bar.stage, "gates_not_run")) {
+    for (const Json& gate : json_array(*bar.stage, "gates_not_run")) {
       not_run += (not_run.empty() ? "" : ", ") + scalar_text(gate);
     }
     if (!not_run.empty()) {
@@ -872,9 +862,9 @@ void gates_table(std::string& out, const Json& m, const Timeline& t) {
       ++rows;
     }
   }
-  const Json& published = array_field(m, "publish");
+  const Json& published = json_array(m, "publish");
   for (const Json& target : published) {
-    for (const Json& g : array_field(target, "gates")) {
+    for (const Json& g : json_array(target, "gates")) {
       gate_row(out, "publish " + text_field(target, "ref"), g);
       ++rows;
     }
@@ -906,7 +896,7 @@ void analysis_table(std::string& out, const Json& rows, const char* css_class, c
   // A run with lanes names each row's lane: a stage name alone is in every lane.
   std::vector<std::pair<const char*, const char*>> shown_columns = columns;
   if (std::any_of(rows.begin(), rows.end(),
-                  [](const Json& row) { return !scalar_text(field(row, "lane")).empty(); })) {
+                  [](const Json& row) { return !scalar_text(json_member(row, "lane")).empty(); })) {
     shown_columns.insert(shown_columns.begin(), {"lane", "lane"});
   }
   fmt::format_to(std::back_inserter(out), "<table class=\"{}\"><thead><tr>", css_class);
@@ -920,10 +910,10 @@ void analysis_table(std::string& out, const Json& rows, const char* css_class, c
       break;
     }
     fmt::format_to(std::back_inserter(out), "<tr data-stage=\"{}\">",
-                   esc(scalar_text(field(row, "stage"))));
+                   esc(scalar_text(json_member(row, "stage"))));
     for (const auto& [key, title] : shown_columns) {
       fmt::format_to(std::back_inserter(out), "<td class=\"{}\">{}</td>", css_token(key),
-                     esc(clipped(scalar_text(field(row, key)), 300)));
+                     esc(clipped(scalar_text(json_member(row, key)), 300)));
     }
     out += "</tr>\n";
   }
@@ -936,38 +926,41 @@ void analysis_table(std::string& out, const Json& rows, const char* css_class, c
 
 void analysis_section(std::string& out, const Json& a) {
   out += "<section id=\"analysis\"><h2>Log analysis</h2>\n";
-  const Json& warnings = field(a, "warnings");
-  const Json& idle = field(a, "idle_tails");
-  fmt::format_to(
-      std::back_inserter(out),
-      "<p class=\"analysis-summary\">{} log{} read; compiler warnings: {} ({} noise, {} "
-      "signal); steps silent at their end: {} s in all, {} step(s) over {} s for {} "
-      "s; fetches without progress: {}.</p>\n",
-      array_field(a, "logs").size(), array_field(a, "logs").size() == 1 ? "" : "s",
-      esc(scalar_text(field(warnings, "total"))), esc(scalar_text(field(warnings, "noise"))),
-      esc(scalar_text(field(warnings, "signal"))), esc(scalar_text(field(idle, "total_seconds"))),
-      array_field(idle, "steps").size(), esc(scalar_text(field(a, "idle_tail_threshold_seconds"))),
-      esc(scalar_text(field(idle, "over_threshold_seconds"))),
-      esc(scalar_text(field(a, "fetches_without_progress"))));
-  analysis_table(out, field(a, "slowest_steps"), "slowest-steps", "Slowest steps",
+  const Json& warnings = json_member(a, "warnings");
+  const Json& idle = json_member(a, "idle_tails");
+  fmt::format_to(std::back_inserter(out),
+                 "<p class=\"analysis-summary\">{} log{} read; compiler warnings: {} ({} noise, {} "
+                 "signal); steps silent at their end: {} s in all, {} step(s) over {} s for {} "
+                 "s; fetches without progress: {}.</p>\n",
+                 json_array(a, "logs").size(), json_array(a, "logs").size() == 1 ? "" : "s",
+                 esc(scalar_text(json_member(warnings, "total"))),
+                 esc(scalar_text(json_member(warnings, "noise"))),
+                 esc(scalar_text(json_member(warnings, "signal"))),
+                 esc(scalar_text(json_member(idle, "total_seconds"))),
+                 json_array(idle, "steps").size(),
+                 esc(scalar_text(json_member(a, "idle_tail_threshold_seconds"))),
+                 esc(scalar_text(json_member(idle, "over_threshold_seconds"))),
+                 esc(scalar_text(json_member(a, "fetches_without_progress"))));
+  analysis_table(out, json_member(a, "slowest_steps"), "slowest-steps", "Slowest steps",
                  {{"stage", "stage"},
                   {"attempt", "attempt"},
                   {"id", "step"},
                   {"name", "name"},
                   {"seconds", "seconds"}});
-  analysis_table(out, field(idle, "steps"), "idle-tails", "Idle tails (steps silent at their end)",
+  analysis_table(out, json_member(idle, "steps"), "idle-tails",
+                 "Idle tails (steps silent at their end)",
                  {{"stage", "stage"},
                   {"attempt", "attempt"},
                   {"id", "step"},
                   {"name", "name"},
                   {"idle_tail_seconds", "idle seconds"}});
-  analysis_table(out, field(a, "clips"), "clips", "Clipped output",
+  analysis_table(out, json_member(a, "clips"), "clips", "Clipped output",
                  {{"stage", "stage"}, {"attempt", "attempt"}, {"id", "step"}, {"line", "line"}});
-  analysis_table(out, field(a, "retries"), "retries", "Retries",
+  analysis_table(out, json_member(a, "retries"), "retries", "Retries",
                  {{"stage", "stage"}, {"kind", "kind"}, {"detail", "detail"}});
   out += "<h3>Warning classes</h3>\n";
   std::vector<std::pair<double, std::string>> classes;
-  if (const Json& c = field(warnings, "classes"); c.is_object()) {
+  if (const Json& c = json_member(warnings, "classes"); c.is_object()) {
     for (auto it = c.begin(); it != c.end(); ++it) {
       classes.emplace_back(it.value().is_number() ? it.value().get<double>() : 0, it.key());
     }
@@ -988,7 +981,7 @@ void analysis_section(std::string& out, const Json& a) {
     out += "</tbody></table>\n";
   }
   out += "<h3>Errors</h3>\n";
-  const Json& errors = array_field(a, "errors");
+  const Json& errors = json_array(a, "errors");
   if (errors.empty()) {
     out += "<p class=\"none errors\">None.</p>\n";
   } else {
@@ -998,7 +991,7 @@ void analysis_section(std::string& out, const Json& a) {
       if (shown++ == k_max_rows) {
         break;
       }
-      const Json& lines = array_field(error, "lines");
+      const Json& lines = json_array(error, "lines");
       std::string text;
       size_t n = 0;
       for (const Json& line : lines) {
@@ -1011,9 +1004,9 @@ void analysis_section(std::string& out, const Json& a) {
       fmt::format_to(std::back_inserter(out),
                      "<div class=\"error\" data-stage=\"{0}\"><div class=\"where\">{0} attempt {1} "
                      "step {2}</div><pre>{3}</pre></div>\n",
-                     esc(scalar_text(field(error, "stage"))),
-                     esc(scalar_text(field(error, "attempt"))),
-                     esc(scalar_text(field(error, "id"))), esc(text));
+                     esc(scalar_text(json_member(error, "stage"))),
+                     esc(scalar_text(json_member(error, "attempt"))),
+                     esc(scalar_text(json_member(error, "id"))), esc(text));
     }
     out += "</div>\n";
   }
@@ -1023,21 +1016,21 @@ void analysis_section(std::string& out, const Json& a) {
 void causes_section(std::string& out, const Json& ex) {
   out += "<section id=\"causes\"><h2>Why stages rebuilt</h2>\n";
   std::string rows;
-  for (const Json& s : array_field(ex, "stages")) {
+  for (const Json& s : json_array(ex, "stages")) {
     if (text_field(s, "outcome") != "built") {
       continue;
     }
     // A run recorded before kiln kept causes has builds without one.
     const Json unrecorded = {{"kind", "unrecorded"}, {"summary", "the run recorded no cause"}};
-    const Json& cause = field(s, "cause").is_object() ? field(s, "cause") : unrecorded;
+    const Json& cause = json_member(s, "cause").is_object() ? json_member(s, "cause") : unrecorded;
     fmt::format_to(
         std::back_inserter(rows),
         "<tr data-stage=\"{0}\" data-cause=\"{1}\" data-root=\"{2}\" "
         "data-line=\"{3}\"><td>{0}</td><td class=\"num\">{4:.1f}</td><td>{1}</td>"
         "<td class=\"num\">{5}</td><td>{6}</td><td>{2}</td></tr>\n",
         esc(text_field(s, "stage")), esc(text_field(cause, "kind")), esc(text_field(s, "root")),
-        esc(scalar_text(field(cause, "line"))), number_field(s, "seconds").value_or(0),
-        number_field(cause, "line").value_or(0) > 0 ? esc(scalar_text(field(cause, "line")))
+        esc(scalar_text(json_member(cause, "line"))), number_field(s, "seconds").value_or(0),
+        number_field(cause, "line").value_or(0) > 0 ? esc(scalar_text(json_member(cause, "line")))
                                                     : std::string("-"),
         esc(clipped(text_field(cause, "summary"))));
   }
@@ -1049,13 +1042,13 @@ void causes_section(std::string& out, const Json& ex) {
            "<th>line</th><th>first difference from its last good build</th><th>started by</th>"
            "</tr></thead><tbody>\n" +
            rows + "</tbody></table>\n<ul class=\"cause-costs\">";
-    for (const Json& r : array_field(ex, "roots")) {
+    for (const Json& r : json_array(ex, "roots")) {
       fmt::format_to(std::back_inserter(out),
                      "<li data-root=\"{0}\" data-seconds=\"{1:.3f}\" data-builds=\"{2}\">"
                      "<b>{0}</b>: {3}: {1:.1f}s across {2} stage(s)</li>",
                      esc(text_field(r, "stage")), number_field(r, "seconds").value_or(0),
-                     array_field(r, "stages").size(),
-                     esc(clipped(text_field(field(r, "cause"), "summary"))));
+                     json_array(r, "stages").size(),
+                     esc(clipped(text_field(json_member(r, "cause"), "summary"))));
     }
     out += "</ul>\n";
   }
@@ -1064,7 +1057,7 @@ void causes_section(std::string& out, const Json& ex) {
 
 void regressions_section(std::string& out, const Json& h) {
   out += "<section id=\"regressions\"><h2>Against earlier runs</h2>\n";
-  const Json& rows = array_field(h, "regressions");
+  const Json& rows = json_array(h, "regressions");
   if (rows.empty()) {
     out += "<p class=\"none regressions\">No stage was slower than its history.</p>\n";
   } else {
@@ -1077,14 +1070,14 @@ void regressions_section(std::string& out, const Json& h) {
                      "<tr data-stage=\"{0}\" data-lane=\"{1}\"><td>{0}</td><td>{1}</td><td "
                      "class=\"num\">{2:.1f}</td><td class=\"num\">{3:.1f}</td><td class=\"num\">"
                      "{4}</td><td class=\"num\">{5}</td></tr>\n",
-                     esc(scalar_text(field(r, "stage"))), esc(scalar_text(field(r, "lane"))),
-                     seconds, median,
+                     esc(scalar_text(json_member(r, "stage"))),
+                     esc(scalar_text(json_member(r, "lane"))), seconds, median,
                      median > 0 ? fmt::format("{:.2f}x", seconds / median) : std::string("-"),
-                     esc(scalar_text(field(r, "runs"))));
+                     esc(scalar_text(json_member(r, "runs"))));
     }
     out += "</tbody></table>\n";
   }
-  const Json& eta = field(h, "eta_error");
+  const Json& eta = json_member(h, "eta_error");
   if (eta.is_object()) {
     out += "<dl class=\"facts eta-error\">";
     for (auto it = eta.begin(); it != eta.end(); ++it) {
@@ -1225,7 +1218,7 @@ std::string render_report(const ReportInput& in) {
   fmt::format_to(std::back_inserter(out),
                  "<footer>Written by <code>kiln report</code> from the record of run {} of chain "
                  "{}.</footer>\n</body>\n</html>\n",
-                 esc(text_field(m, "run_id")), esc(text_field(field(m, "chain"), "name")));
+                 esc(text_field(m, "run_id")), esc(text_field(json_member(m, "chain"), "name")));
   return out;
 }
 

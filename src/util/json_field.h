@@ -21,4 +21,18 @@ template <typename T, typename J> T json_field(const J& object, const char* key,
   }
 }
 
+/// `object[key]`, or a null value when it is not there (or `object` is no object).
+template <typename J> const J& json_member(const J& object, const char* key) {
+  static const J null_value;
+  auto it = object.find(key); // end() for anything but an object
+  return it == object.end() ? null_value : *it;
+}
+
+/// `object[key]` when it is an array, else an empty one: a loop over it needs no check.
+template <typename J> const J& json_array(const J& object, const char* key) {
+  static const J empty = J::array();
+  const J& value = json_member(object, key);
+  return value.is_array() ? value : empty;
+}
+
 } // namespace kiln
