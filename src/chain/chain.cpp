@@ -34,6 +34,14 @@ const Stage* Chain::find_stage(const std::string& name) const {
   return nullptr;
 }
 
+std::vector<std::string> Chain::stage_names() const {
+  std::vector<std::string> names;
+  for (const auto& stage : stages) {
+    names.push_back(stage.name);
+  }
+  return names;
+}
+
 const Worker* Chain::find_worker(const std::string& name) const {
   for (const auto& worker : workers) {
     if (worker.name == name) {

@@ -289,6 +289,8 @@ struct Chain {
   std::optional<int> max_lanes; // lanes building at once; nullopt: all
 
   const Stage* find_stage(const std::string& name) const;
+  /// Every stage's name, in file order: what a "did you mean" picks from.
+  std::vector<std::string> stage_names() const;
   const Lane* find_lane(const std::string& name) const;
   const Worker* find_worker(const std::string& name) const;
 

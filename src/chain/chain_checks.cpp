@@ -19,10 +19,7 @@
 namespace kiln::chain_loading {
 
 void Loader::check_needs() {
-  std::vector<std::string> names;
-  for (const auto& stage : m_chain.stages) {
-    names.push_back(stage.name);
-  }
+  const std::vector<std::string> names = m_chain.stage_names();
   for (const auto& stage : m_chain.stages) {
     for (size_t i = 0; i < stage.needs.size(); ++i) {
       if (!m_stage_index.count(stage.needs[i])) {
@@ -119,6 +116,7 @@ void Loader::load_dockerfiles() {
 // stage that builds it. A need is placed where the Dockerfile names it, so an error about it
 // (a cycle, a smoke stage as parent) points at that line.
 void Loader::infer_needs() {
+  const std::vector<std::string> names = m_chain.stage_names();
   for (size_t i = 0; i < m_chain.stages.size(); ++i) {
     Stage& stage = m_chain.stages[i];
     if (!stage.dockerfile_source) {
@@ -132,7 +130,7 @@ void Loader::infer_needs() {
       SourcePos at{stage.dockerfile_source->path.string(), ref.pos.line, ref.pos.column};
       auto index = m_stage_index.find(name);
       if (index == m_stage_index.end()) {
-        report_near_miss(ref.ref, ref.written, at);
+        report_near_miss(ref.ref, ref.written, at, names);
         continue;
       }
       if (index->second == i) {
@@ -157,13 +155,10 @@ void Loader::infer_needs() {
 // `FROM toolchian` is no chain stage, so the engine would go to a registry for it and fail with
 // "pull access denied" long after the run started. A bare name (no registry, tag or digest) one
 // typo away from a stage is that mistake: an image from a registry is written in full.
-void Loader::report_near_miss(std::string_view ref, std::string_view written, SourcePos at) {
+void Loader::report_near_miss(std::string_view ref, std::string_view written, SourcePos at,
+                              const std::vector<std::string>& names) {
   if (ref.find_first_of("/:@$") != std::string_view::npos) {
     return;
-  }
-  std::vector<std::string> names;
-  for (const auto& stage : m_chain.stages) {
-    names.push_back(stage.name);
   }
   std::string match = closest_match(lower(ref), names);
   if (!match.empty()) {
@@ -203,13 +198,9 @@ void Loader::check_gates() {
   }
   const Stage* final_stage = m_chain.find_stage(gates.final_stage);
   if (!final_stage) {
-    std::vector<std::string> names;
-    for (const auto& stage : m_chain.stages) {
-      names.push_back(stage.name);
-    }
     error(gates.final_pos,
           fmt::format("final stage '{}' is not a stage of this chain", gates.final_stage),
-          did_you_mean(gates.final_stage, names, "stages"));
+          did_you_mean(gates.final_stage, m_chain.stage_names(), "stages"));
   } else if (final_stage->kind == StageKind::smoke) {
     error(gates.final_pos,
           fmt::format("final stage '{}' is a smoke stage; the final stage is the published image",

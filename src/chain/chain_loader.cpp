@@ -506,8 +506,7 @@ tl::expected<Chain, Diagnostics> Loader::load() {
     // The stages of a matrix share their table: a mistake in it is said once.
     m_diagnostics.erase(std::unique(m_diagnostics.begin(), m_diagnostics.end(),
                                     [](const Diagnostic& a, const Diagnostic& b) {
-                                      return a.pos.file == b.pos.file && a.pos.line == b.pos.line &&
-                                             a.pos.column == b.pos.column && a.message == b.message;
+                                      return a.pos == b.pos && a.message == b.message;
                                     }),
                         m_diagnostics.end());
     return tl::unexpected(std::move(m_diagnostics));

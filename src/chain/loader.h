@@ -254,7 +254,8 @@ private:
   /// Each stage needs the chain stages its Dockerfile names, besides those written.
   void infer_needs();
   /// A bare Dockerfile reference one typo away from a chain stage is an error.
-  void report_near_miss(std::string_view ref, std::string_view written, SourcePos at);
+  void report_near_miss(std::string_view ref, std::string_view written, SourcePos at,
+                        const std::vector<std::string>& names);
   void check_cache_tiers();
   void check_gates();
 

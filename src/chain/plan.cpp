@@ -12,10 +12,7 @@ namespace kiln {
 namespace {
 
 std::string unknown_stage(const Chain& chain, const std::string& name, std::string_view option) {
-  std::vector<std::string> names;
-  for (const auto& stage : chain.stages) {
-    names.push_back(stage.name);
-  }
+  const std::vector<std::string> names = chain.stage_names();
   std::string message = fmt::format("unknown stage '{}' in {}", name, option);
   std::string suggestion = closest_match(name, names);
   if (!suggestion.empty()) {

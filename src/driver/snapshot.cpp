@@ -69,12 +69,8 @@ int snapshot_stage(const Chain& chain, const Engine& engine, const std::string& 
   };
   const Stage* stage = chain.find_stage(stage_name);
   if (stage == nullptr) {
-    std::vector<std::string> names;
-    for (const auto& s : chain.stages) {
-      names.push_back(s.name);
-    }
     return fail(fmt::format("chain {} has no stage '{}'; its stages: {}", chain.name, stage_name,
-                            join(names, ", ")));
+                            join(chain.stage_names(), ", ")));
   }
   if (engine.name() != "buildkit") {
     return fail("a cache snapshot is a BuildKit registry export; run it with --engine buildkit "

@@ -12,6 +12,8 @@ struct SourcePos {
   std::string file;
   int line = 0;
   int column = 0;
+
+  bool operator==(const SourcePos&) const = default;
 };
 
 /// An error in user input: where it is, what is wrong and what to do about it.
