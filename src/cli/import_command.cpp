@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "chain/written_chain.h"
 #include "dockerfile/declared_args.h"
 #include "dockerfile/source.h"
 #include "driver/run_loop.h"
@@ -64,7 +65,7 @@ int import_bake_command(const ImportArgs& args) {
     options.group_given = true;
   }
   std::string folder = options.bake_file.parent_path().filename().string();
-  options.chain_name = folder.empty() ? "imported" : kiln_name(folder);
+  options.chain_name = folder.empty() ? "imported" : as_stage_name(folder);
   options.declared_args =
       [](const fs::path& dockerfile) -> std::optional<std::vector<std::string>> {
     auto source = load_dockerfile(dockerfile);

@@ -60,6 +60,11 @@ inline bool keyword_is(const Instruction& ins, std::string_view keyword) {
   return std::string_view(ins.keyword) == keyword;
 }
 
+/// Whether the ARG pair holding `ins.args[i]` (its name or its value) was written with `=`.
+inline bool arg_sets_value(const Instruction& ins, std::size_t i) {
+  return i / 2 < ins.arg_has_value.size() && ins.arg_has_value[i / 2];
+}
+
 struct Dockerfile {
   char escape = '\\';
   std::string syntax;

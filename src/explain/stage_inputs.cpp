@@ -187,7 +187,7 @@ StageInputs collect_inputs(const Chain& chain, const Stage& stage, const BuildRe
           const std::string& name = ins.args[i];
           if (auto given = build_args.find(name); given != build_args.end()) {
             vars[name] = given->second;
-          } else if (i / 2 < ins.arg_has_value.size() && ins.arg_has_value[i / 2]) {
+          } else if (arg_sets_value(ins, i)) {
             vars[name] = expand_words(ins.args[i + 1], vars, df.escape).value;
           }
           add_unique(in_scope, name);

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "chain/loader.h"
-#include "chain/toml_string.h"
+#include "chain/written_chain.h"
 #include "util/strings.h"
 
 namespace kiln {
@@ -241,7 +241,7 @@ private:
     for (size_t i = 0; i < m_stages.size(); ++i) {
       Stage& stage = m_stages[i];
       const BakeTarget& target = *stage.target;
-      std::string name = kiln_name(target.name);
+      std::string name = as_stage_name(target.name);
       if (auto keys = known_as.find(i);
           keys != known_as.end() && keys->second.size() == 1 &&
           chain_loading::is_lower_name(*keys->second.begin(), false)) {
@@ -427,7 +427,7 @@ private:
     if (parts[0] != "linux") {
       name = parts[0] + "-" + name;
     }
-    return kiln_name(name);
+    return as_stage_name(name);
   }
 
   std::string render(const std::vector<size_t>& order) const {
@@ -538,31 +538,6 @@ private:
 };
 
 } // namespace
-
-std::string kiln_name(std::string_view text) {
-  std::string name;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text.substr(i, 2) == "${") {
-      size_t end = text.find('}', i);
-      if (end != std::string_view::npos) {
-        name += text.substr(i, end + 1 - i);
-        i = end;
-        continue;
-      }
-    }
-    char c = text[i];
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
-    }
-    bool kept =
-        (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
-    name += kept ? c : '-';
-  }
-  if (name.empty() || !((name[0] >= 'a' && name[0] <= 'z') || name[0] == '$')) {
-    name = "t-" + name;
-  }
-  return name;
-}
 
 tl::expected<ImportedChain, std::string> bake_to_chain(const BakeFile& bake,
                                                        const BakeImport& options) {

@@ -39,9 +39,4 @@ struct ImportedChain {
 tl::expected<ImportedChain, std::string> bake_to_chain(const BakeFile& bake,
                                                        const BakeImport& options);
 
-/// A name kiln takes as a stage or lane name (`is_lower_name`) made of `text`: lower case,
-/// every other character '-', a letter in front when it starts with none. `${var}`
-/// references of a matrix stay as they are.
-std::string kiln_name(std::string_view text);
-
 } // namespace kiln

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "chain/toml_string.h"
 #include "chain/versions.h"
+#include "chain/written_chain.h"
 #include "dockerfile/external_refs.h"
 #include "dockerfile/source.h"
 #include "dockerfile/stage_names.h"
@@ -47,21 +47,6 @@ std::string name_in_file(const std::string& file) {
   return file.substr(0, file.rfind('.'));
 }
 
-/// `text` as a stage name: lower case, anything else than letters, digits, '_', '.' and '-'
-/// made '-', starting with a letter.
-std::string as_stage_name(std::string_view text) {
-  std::string out;
-  for (char c : lower(text)) {
-    bool keep =
-        (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
-    out += keep ? c : '-';
-  }
-  if (out.empty() || out[0] < 'a' || out[0] > 'z') {
-    out = "s-" + out;
-  }
-  return out;
-}
-
 /// A pin's name: what a versions file holds, not a flag or a path.
 bool is_version_like(const std::string& name) {
   for (const char* end : {"VERSION", "RELEASE", "_REV", "_COMMIT", "_SHA", "_TAG", "_DIGEST"}) {
@@ -70,14 +55,6 @@ bool is_version_like(const std::string& name) {
     }
   }
   return false;
-}
-
-std::string unquoted(std::string value) {
-  if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
-      value.back() == value.front()) {
-    return value.substr(1, value.size() - 2);
-  }
-  return value;
 }
 
 struct Found {
@@ -172,9 +149,8 @@ tl::expected<ChainDraft, std::string> draft_chain(const fs::path& dir,
       }
       taken.insert(name);
       each.stage.name = name;
-      std::string lowered = lower(name);
       each.stage.smoke =
-          lowered.find("smoke") != std::string::npos || lowered.find("test") != std::string::npos;
+          name.find("smoke") != std::string::npos || name.find("test") != std::string::npos;
       found.push_back(std::move(each));
     }
   }
@@ -184,14 +160,20 @@ tl::expected<ChainDraft, std::string> draft_chain(const fs::path& dir,
   std::map<std::string, size_t> pin_index;
   for (auto& each : found) {
     std::set<std::string> seen;
-    for (const auto& ins : each.source->parsed.instructions) {
+    const Dockerfile& df = each.source->parsed;
+    std::map<std::string, std::string> defaults; // as a later default reads them
+    for (const auto& ins : df.instructions) {
       if (!keyword_is(ins, "arg")) {
         continue;
       }
       for (size_t i = 0; i + 1 < ins.args.size(); i += 2) {
         const std::string& name = ins.args[i];
-        bool has_default = i / 2 < ins.arg_has_value.size() && ins.arg_has_value[i / 2];
-        std::string value = unquoted(ins.args[i + 1]);
+        bool has_default = arg_sets_value(ins, i);
+        std::string value;
+        if (has_default) {
+          value = expand_words(ins.args[i + 1], defaults, df.escape).value;
+          defaults[name] = value;
+        }
         if (!seen.insert(name).second || is_pinned(name)) {
           continue;
         }

@@ -66,7 +66,7 @@ void used_names(const Instruction& ins, char escape, std::vector<std::string>& n
   bool is_arg = keyword_is(ins, "arg");
   bool pairs = is_arg || keyword_is(ins, "env") || keyword_is(ins, "label");
   for (std::size_t i = pairs ? 1 : 0; i < ins.args.size(); i += pairs ? 2 : 1) {
-    if (is_arg && !((i / 2) < ins.arg_has_value.size() && ins.arg_has_value[i / 2])) {
+    if (is_arg && !arg_sets_value(ins, i)) {
       continue;
     }
     expanded(ins.args[i]);

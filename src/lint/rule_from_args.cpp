@@ -276,7 +276,7 @@ void check_from_args(const LintContext& ctx, std::vector<LintFinding>& out) {
       }
       for (std::size_t i = 0; i + 1 < ins.args.size(); i += 2) {
         declared.push_back(ins.args[i]);
-        if (i / 2 < ins.arg_has_value.size() && ins.arg_has_value[i / 2]) {
+        if (arg_sets_value(ins, i)) {
           vars[ins.args[i]] = expand_words(ins.args[i + 1], vars, escape).value;
         }
       }

@@ -16,7 +16,7 @@ void check_leak_address(const LintContext& ctx, std::vector<LintFinding>& out) {
     }
     for (std::size_t i = 0; i + 1 < ins.args.size(); i += 2) {
       const auto& name = ins.args[i];
-      if (!is_env && !(i / 2 < ins.arg_has_value.size() && ins.arg_has_value[i / 2])) {
+      if (!is_env && !arg_sets_value(ins, i)) {
         continue;
       }
       // A build-host name is refused whole by leak-env-name; its address adds nothing.

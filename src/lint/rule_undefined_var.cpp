@@ -26,7 +26,7 @@ void expanded_words(const Instruction& ins, std::vector<std::string_view>& words
   words.clear();
   if (keyword_is(ins, "arg")) {
     for (std::size_t i = 0; i + 1 < ins.args.size(); i += 2) {
-      if (i / 2 < ins.arg_has_value.size() && ins.arg_has_value[i / 2]) {
+      if (arg_sets_value(ins, i)) {
         words.push_back(ins.args[i + 1]);
       }
     }

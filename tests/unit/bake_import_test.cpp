@@ -1,4 +1,4 @@
-#include "chain/toml_string.h"
+#include "chain/written_chain.h"
 #include "import/bake_chain.h"
 #include "import/bake_file.h"
 #include "temp_dir.h"
@@ -312,10 +312,10 @@ TEST(BakeChain, TargetsThatNeedEachOtherAreAnError) {
 }
 
 TEST(BakeChain, NamesAndStringsAreWrittenSoTomlReadsThemBack) {
-  EXPECT_EQ(kiln_name("App_Server"), "app_server");
-  EXPECT_EQ(kiln_name("web:v2"), "web-v2");
-  EXPECT_EQ(kiln_name("1st"), "t-1st");
-  EXPECT_EQ(kiln_name("lib-${flavor}"), "lib-${flavor}");
+  EXPECT_EQ(as_stage_name("App_Server"), "app_server");
+  EXPECT_EQ(as_stage_name("web:v2"), "web-v2");
+  EXPECT_EQ(as_stage_name("1st"), "t-1st");
+  EXPECT_EQ(as_stage_name("lib-${flavor}"), "lib-${flavor}");
   std::string awkward = "quote \" backslash \\ tab \t newline \n bell \x07 del \x7f é";
   auto table = parse_toml("v = " + toml_string(awkward));
   ASSERT_TRUE(table);

@@ -33,7 +33,8 @@ TEST(ChainDraft, EachKindOfFileNameMakesAStageAfterWhatItNames) {
   testing::TempDir dir;
   // Named in reverse of the order they build in: the draft follows the references.
   dir.write("a-app.Dockerfile", "FROM z-base\nARG APP_VERSION=2.0\nARG FLAGS\nCOPY x /x\n");
-  dir.write("Dockerfile.z-base", "FROM scratch\nARG BASE_RELEASE=\"2026.12\"\n");
+  dir.write("Dockerfile.z-base",
+            "FROM scratch\nARG BASE_RELEASE=\"2026.12\"\nARG BASE_TAG=v${BASE_RELEASE}\n");
   dir.write("service/Dockerfile", "FROM a-app\nARG APP_VERSION\n");
   dir.write("checks/smoke.Dockerfile", "FROM service\nRUN true\n");
   dir.write(".git/Dockerfile", "FROM scratch\n");
@@ -49,12 +50,15 @@ TEST(ChainDraft, EachKindOfFileNameMakesAStageAfterWhatItNames) {
   EXPECT_FALSE(stage(*draft, "service").smoke);
   // Version-like ARGs are pins with their defaults (quotes dropped), once however often declared;
   // another ARG with no default is the stage's to set.
-  ASSERT_EQ(draft->pins.size(), 2u);
+  ASSERT_EQ(draft->pins.size(), 3u);
   EXPECT_EQ(draft->pins[0].name, "BASE_RELEASE");
   EXPECT_EQ(draft->pins[0].value, "2026.12");
   EXPECT_EQ(draft->pins[0].declared, "Dockerfile.z-base:2");
-  EXPECT_EQ(draft->pins[1].name, "APP_VERSION");
-  EXPECT_EQ(draft->pins[1].value, "2.0");
+  // A default is read as the build reads it: words processed, earlier ARGs expanded.
+  EXPECT_EQ(draft->pins[1].name, "BASE_TAG");
+  EXPECT_EQ(draft->pins[1].value, "v2026.12");
+  EXPECT_EQ(draft->pins[2].name, "APP_VERSION");
+  EXPECT_EQ(draft->pins[2].value, "2.0");
   EXPECT_EQ(stage(*draft, "a-app").unset_args, std::vector<std::string>{"FLAGS"});
 
   // What it writes loads, with the needs it ordered the stages by.
